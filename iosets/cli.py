@@ -1,0 +1,191 @@
+"""The ``iosets`` command line: one short command per room."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+
+from . import __version__
+from ._io import atomic_path
+from .datasets import FIGURES, figure_seed, make_figure_workload, make_iosets_workload
+from .errors import IosetsError
+from .replay import EXPERIMENT_REFERENCE, POLICIES, replay_phases, run_experiment, summarize_experiment
+from .workload import read_workload, write_workload
+
+app = typer.Typer(
+    help="Decide how a shared parallel file system shares its bandwidth (IO-SETS).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-fairshare", "share-priority", "set-10")
+out = Console()
+err = Console(stderr=True)
+
+
+def _version(value: bool) -> None:
+    if value:
+        out.print(f"iosets {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    """iosets: analyze I/O rhythms, recommend sets and priorities, replay policies."""
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    return typer.Exit(code=1)
+
+
+def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], reference: str | None) -> Table:
+    table = Table(title=title)
+    for column in ("policy", "utilization", "io_slowdown", "max_stretch"):
+        table.add_column(column, justify="right" if column != "policy" else "left")
+    if reference:
+        table.add_column(f"IO-slowdown gain vs {reference}", justify="right")
+    ref = dict(rows).get(reference) if reference else None
+    for policy, m in rows:
+        cells = [policy, f"{m['utilization']:.4f}", f"{m['io_slowdown']:.3f}", f"{m['max_stretch']:.4f}"]
+        if ref:
+            cells.append(f"{ref['io_slowdown'] / m['io_slowdown']:.2f}x")
+        table.add_row(*cells)
+    return table
+
+
+@app.command()
+def generate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Workload file (.json) or folder (Parquet pair).")],
+    figure: Annotated[str | None, typer.Option(help=f"Paper preset: {', '.join(FIGURES)}.")] = None,
+    point: Annotated[float | None, typer.Option(help="Swept value of the preset (n_H, b, eta or mu).")] = None,
+    profile: Annotated[
+        list[str] | None, typer.Option(help="Job profile COUNT,MU,SIGMA (repeatable) instead of a preset.")
+    ] = None,
+    omega: Annotated[float, typer.Option(help="I/O stress: sum of alpha_io.")] = 0.8,
+    noise: Annotated[float, typer.Option(help="Noise bound b of phase lengths.")] = 0.1,
+    horizon: Annotated[float, typer.Option(help="Horizon h in seconds.")] = 20000.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Generate a workload with the paper's protocol (seed 004, section V-B)."""
+    try:
+        if figure is not None:
+            if profile:
+                raise IosetsError("give either --figure or --profile, not both")
+            sweep = FIGURES.get(figure)
+            chosen = point if point is not None else (sweep.points[len(sweep.points) // 2] if sweep else 0.0)
+            workload = make_figure_workload(
+                figure, chosen, omega=omega, random_state=figure_seed(figure, chosen, seed) if sweep else seed
+            )
+        elif profile:
+            workload = make_iosets_workload(
+                [_parse_profile(p) for p in profile], omega=omega, noise=noise, horizon=horizon, random_state=seed
+            )
+        else:
+            raise IosetsError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
+        write_workload(workload, output)
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    err.print(f"wrote {output}: {workload.n_jobs} jobs, {workload.phases.height} phases")
+
+
+def _parse_float(text: str, option: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise IosetsError(f"{option}: expected a number, got {text!r}") from None
+
+
+def _parse_profile(text: str) -> tuple[int, float, float]:
+    parts = text.split(",")
+    try:
+        if len(parts) != 3:
+            raise ValueError
+        return int(parts[0]), float(parts[1]), float(parts[2])
+    except ValueError:
+        raise IosetsError(f"--profile: expected COUNT,MU,SIGMA such as 20,100,10, got {text!r}") from None
+
+
+@app.command()
+def replay(
+    workload: Annotated[Path, typer.Argument(help="Workload .json file or Parquet folder.")],
+    policy: Annotated[str, typer.Option(help=f"One of: {', '.join(POLICIES)}.")] = "set-10",
+    timeline: Annotated[Path | None, typer.Option(help="Write the per-phase timeline (.parquet or .csv).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
+) -> None:
+    """Replay a workload under a policy in the C phase engine and print the metrics."""
+    try:
+        result = replay_phases(read_workload(workload), policy)
+        if timeline is not None:
+            _write_table(result.timeline, timeline)
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    metrics = result.metrics.to_dict()
+    if as_json:
+        sys.stdout.write(json.dumps(metrics) + "\n")
+        return
+    out.print(_metrics_table(f"{workload} ({result.n_events} events)", [(policy, metrics)], None))
+
+
+def _write_table(frame: pl.DataFrame, path: Path) -> None:
+    if path.suffix not in (".parquet", ".csv"):
+        raise IosetsError(f"{path}: expected a .parquet or .csv file name")
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp) if path.suffix == ".parquet" else frame.write_csv(tmp)
+
+
+@app.command()
+def experiment(
+    name: Annotated[str, typer.Argument(help=f"Sweep: {', '.join(FIGURES)}.")],
+    seeds: Annotated[int, typer.Option(help="Workloads per point.")] = 3,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for <name>.csv.")] = Path("results"),
+    points: Annotated[str | None, typer.Option(help="Comma-separated subset of the sweep's points.")] = None,
+) -> None:
+    """Run one of the paper's sweeps over every policy; write DIR/<name>.csv and a summary."""
+    try:
+        chosen = None if points is None else [_parse_float(p, "--points") for p in points.split(",")]
+        results = run_experiment(
+            name, seeds=seeds, points=chosen, progress=lambda it: track(it, description=f"{name}", console=err, transient=True)
+        )
+        path = out_dir / f"{name}.csv"
+        _write_table(results, path)
+        reference = EXPERIMENT_REFERENCE[name]
+        summary = summarize_experiment(results, reference=reference)
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    table = Table(
+        title=f"{name}: means over {results['point'].n_unique()} points x {seeds} seeds, reference {reference}"
+    )
+    table.add_column("policy", no_wrap=True)
+    table.caption = "IOS: IO-slowdown, MS: Max Stretch; gains and ratios are against the reference"
+    for header in ("util", "IOS", "MS", "util gain %", "IOS gain x", "MS ratio"):
+        table.add_column(header, justify="right")
+    for row in summary.iter_rows():
+        table.add_row(row[0], *(f"{v:.4f}" for v in row[1:]))
+    out.print(table)
+    err.print(f"wrote {path}")
+
+
+@app.command()
+def demo() -> None:
+    """Generate a Fig. 6 workload, replay it under the reference policies, compare them."""
+    workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
+    out.print(
+        f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
+        f"omega 0.8, horizon {workload.horizon:.0f} s, window {workload.window}"
+    )
+    rows = [(p, replay_phases(workload, p).metrics.to_dict()) for p in DEMO_POLICIES]
+    out.print(_metrics_table("Phase-level replay (C engine)", rows, "fair-share"))
+    bound = 1 - 0.8 / workload.n_jobs
+    out.print(f"Utilization upper bound 1 - omega/N = {bound:.4f}")

@@ -1,0 +1,32 @@
+"""SET-b mapping and priorities (seed 004, section IV-C)."""
+
+import numpy as np
+import pytest
+
+from iosets.errors import InputError
+from iosets.recommender import map_sets, set_priorities
+
+
+def test_set10_boundaries_of_the_paper():
+    # "w_iter between 4 and 31 go into S1, between 32 and 316 into S2"
+    w = [3.16, 3.17, 4, 31, 32, 316, 317, 1000, 0.5, 0.3]
+    assert map_sets(w).tolist() == [0, 1, 1, 1, 2, 2, 3, 3, 0, -1]
+
+
+def test_exact_half_rounds_up():
+    assert map_sets([np.sqrt(10) * 1.0000001, 10**1.5 * 1.0000001]).tolist() == [1, 2]
+
+
+def test_priorities_are_ten_to_minus_set():
+    assert set_priorities([-1, 0, 1, 2]).tolist() == pytest.approx([10, 1, 0.1, 0.01])
+
+
+def test_other_bases():
+    assert map_sets([1, 2, 3, 8], base=2).tolist() == [0, 1, 2, 3]
+    assert set_priorities([3], base=2).tolist() == [0.125]
+
+
+@pytest.mark.parametrize("w, message", [([1, 0], "w_iter must be > 0, got 0.0 at index 1"), ([np.nan], "w_iter")])
+def test_nonpositive_w_iter_is_rejected(w, message):
+    with pytest.raises(InputError, match=message):
+        map_sets(w)

@@ -1,0 +1,92 @@
+"""The command line: exit codes, messages and written files."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from iosets import read_workload
+from iosets.cli import app
+from iosets.replay import replay_phases
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def workload_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("wl") / "fig6.json"
+    result = runner.invoke(app, ["generate", "--figure", "fig6", "--point", "5", "--seed", "1", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    return path
+
+
+def test_generate_writes_the_preset(workload_file):
+    wl = read_workload(workload_file)
+    assert wl.n_jobs == 60
+    assert wl.jobs["profile"].value_counts().sort("profile")["count"].to_list() == [5, 20, 35]
+
+
+def test_generate_from_profiles(tmp_path):
+    path = tmp_path / "custom"
+    result = runner.invoke(app, ["generate", "--profile", "4,10,1", "--profile", "2,100,10", "-o", str(path)])
+    assert result.exit_code == 0, result.output
+    assert read_workload(path).n_jobs == 6
+
+
+def test_replay_json_matches_the_api(workload_file):
+    result = runner.invoke(app, ["replay", str(workload_file), "--policy", "set-10", "--json"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed == replay_phases(read_workload(workload_file), "set-10").metrics.to_dict()
+
+
+def test_replay_writes_the_timeline(workload_file, tmp_path):
+    out = tmp_path / "t.parquet"
+    result = runner.invoke(app, ["replay", str(workload_file), "--policy", "fair-share", "--timeline", str(out)])
+    assert result.exit_code == 0, result.output
+    timeline = pl.read_parquet(out)
+    expected = replay_phases(read_workload(workload_file), "fair-share").timeline
+    assert timeline.equals(expected)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["replay", "WL", "--policy", "nope"], "unknown policy 'nope'"),
+        (["replay", "absent.json"], "absent.json: no such file"),
+        (["replay", "WL", "--timeline", "t.txt"], "expected a .parquet or .csv file name"),
+        (["generate", "-o", "x.json"], "give --figure NAME or at least one --profile"),
+        (["generate", "--profile", "1,2", "-o", "x.json"], "expected COUNT,MU,SIGMA"),
+        (["generate", "--figure", "fig99", "-o", "x.json"], "unknown figure 'fig99'"),
+        (["experiment", "fig42"], "unknown experiment 'fig42'"),
+    ],
+)
+def test_bad_arguments_exit_1_with_a_message(workload_file, tmp_path, args, message):
+    args = [str(workload_file) if a == "WL" else a for a in args]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 1
+    assert message in " ".join(result.stderr.split())
+
+
+def test_experiment_writes_csv_and_summary(tmp_path):
+    result = runner.invoke(app, ["experiment", "fig10", "--seeds", "1", "--points", "5,5000", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    table = pl.read_csv(tmp_path / "fig10.csv")
+    assert table.columns == ["experiment", "point", "seed", "policy", "utilization", "io_slowdown", "max_stretch"]
+    assert table.height == 2 * 6  # two points, six policies (with clairvoyant)
+    assert sorted(table["point"].unique().to_list()) == [5.0, 5000.0]
+    assert "clairvoyant" in result.stdout
+
+
+def test_demo_compares_policies():
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    for policy in ("exclusive-fcfs", "fair-share", "set-10"):
+        assert policy in result.stdout
+    assert "0.9867" in result.stdout  # the utilization bound 1 - 0.8 / 60
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.startswith("iosets ")
