@@ -65,7 +65,8 @@ def compute_phase_metrics(
 
     counted = (e_iter > 0) & (t_io > 0)
     ratios = (width - e_cpu[counted]) / (t_io[counted] * e_iter[counted])
-    io_slowdown = float(np.exp(np.mean(np.log(ratios)))) if counted.any() else float("nan")
+    with np.errstate(divide="ignore"):  # a job computing through the whole window has ratio 0
+        io_slowdown = float(np.exp(np.mean(np.log(ratios)))) if counted.any() else float("nan")
     work = e_cpu + e_io
     max_stretch = float(np.max(width / work[work > 0])) if (work > 0).any() else float("nan")
     utilization = float(e_cpu.sum() / (n_jobs * width)) if n_jobs else float("nan")
