@@ -4,14 +4,12 @@ Environment switches: IOSETS_DEBUG=1 builds with -O0 -g and assertions;
 IOSETS_SANITIZE=1 adds AddressSanitizer and UBSan.
 """
 
+import glob
 import os
 
 from setuptools import Extension, setup
 
-SOURCES = [
-    "iosets/replay/src/_engine.c",
-    "iosets/replay/src/phase_engine.c",
-]
+SOURCES = sorted(glob.glob("iosets/replay/src/*.c"))
 
 compile_args = ["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 link_args = []

@@ -1,11 +1,25 @@
 """Replay: predict what a policy does to a workload, in a C event engine."""
 
+from ._device import Device
 from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
 from ._metrics import PhaseMetrics
 from ._phase import PhaseReplay, replay_phases
 from ._policies import POLICIES, assign_policy
+from ._request_metrics import RequestMetrics, jain_index, share_error, sliding_shares
+from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
+from ._trace import RequestTrace
 
 __all__ = [
+    "Device",
+    "RequestMetrics",
+    "RequestReplay",
+    "RequestTrace",
+    "SCHEDULERS",
+    "SCHEDULER_PARAMS",
+    "jain_index",
+    "replay_requests",
+    "share_error",
+    "sliding_shares",
     "EXPERIMENT_POLICIES",
     "EXPERIMENT_REFERENCE",
     "POLICIES",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "phase_engine.h"
+#include "request_engine.h"
 
 static PyObject *ReplayError;
 
@@ -57,16 +58,15 @@ static const char *phase_error_text(int rc)
     case PE_BAD_PHASES: return "phase offsets must not decrease (job %lld)";
     case PE_BAD_CPU: return "t_cpu must be finite and >= 0 (phase %lld)";
     case PE_BAD_BYTES: return "io_bytes must be finite and >= 0 (phase %lld)";
+    case PE_BAD_BANDWIDTH: return "bandwidth must be finite and > 0";
     default: return "replay failed (code %lld)";
     }
 }
 
-/* Raises ReplayError(message, index) for an engine error code. */
-static PyObject *raise_replay_error(int rc, int64_t bad)
+/* Raises ReplayError(message, index); `format` takes the index as %lld. */
+static PyObject *raise_error(const char *format, int64_t bad)
 {
-    PyObject *msg = rc == PE_BAD_BANDWIDTH
-        ? PyUnicode_FromString("bandwidth must be finite and > 0")
-        : PyUnicode_FromFormat(phase_error_text(rc), (long long)bad);
+    PyObject *msg = PyUnicode_FromFormat(format, (long long)bad);
     if (msg == NULL)
         return NULL;
     PyObject *exc = PyObject_CallFunction(ReplayError, "OL", msg, (long long)bad);
@@ -146,8 +146,105 @@ static PyObject *py_replay_phases(PyObject *self, PyObject *args)
     if (rc == PE_NOMEM)
         return PyErr_NoMemory();
     if (rc != PE_OK)
-        return raise_replay_error(rc, bad);
+        return raise_error(phase_error_text(rc), bad);
     return PyLong_FromLongLong(out.n_events);
+fail:
+    release_all(b, N_BUF);
+    return NULL;
+}
+
+static const char *request_error_text(int rc)
+{
+    switch (rc) {
+    case RE_BAD_ARRIVAL: return "arrival dates must be finite and sorted (request %lld)";
+    case RE_BAD_SIZE: return "size must be finite and > 0 (request %lld)";
+    case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
+    case RE_BAD_DEVICE: return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0";
+    case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
+    case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
+    case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
+    case RE_BAD_PARAM: return "bad scheduler parameter (position %lld)";
+    default: return "replay failed (code %lld)";
+    }
+}
+
+PyDoc_STRVAR(replay_requests_doc,
+"replay_requests(scheduler, arrival, size, offset, cls, stream, server, phase, op,\n"
+"                n_classes, n_streams, n_servers, n_phases, device, weight, reservation, limit,\n"
+"                params, dispatch, complete, unit)\n"
+"--\n\n"
+"Replay a request trace through one scheduler into the device model.\n\n"
+"Parameters\n----------\n"
+"scheduler : str\n    Registered scheduler name.\n"
+"arrival, size : float64 arrays of n requests (arrival sorted)\n"
+"offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
+"device : tuple (queue_depth, bandwidth, overhead, seek, iops)\n"
+"weight, reservation, limit : float64 arrays of n_classes\n"
+"params : float64 array of the scheduler's scalar parameters\n"
+"dispatch, complete : float64 output arrays; unit : int64 output array\n\n"
+"Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
+
+static PyObject *py_replay_requests(PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *objs[15];
+    int n_classes, n_streams, n_servers, n_phases, depth;
+    re_device dev;
+    if (!PyArg_ParseTuple(args, "sOOOOOOOOiiii(idddd)OOOOOOO", &name, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &n_classes, &n_streams,
+                          &n_servers, &n_phases, &depth, &dev.bandwidth, &dev.overhead, &dev.seek,
+                          &dev.iops, &objs[8], &objs[9], &objs[10], &objs[11], &objs[12], &objs[13],
+                          &objs[14]))
+        return NULL;
+    dev.queue_depth = depth;
+    const re_sched_ops *ops = re_find_scheduler(name);
+    if (ops == NULL) {
+        PyErr_Format(PyExc_ValueError, "unknown scheduler '%s'", name);
+        return NULL;
+    }
+    enum { N_BUF = 15 };
+    buffer b[N_BUF];
+    memset(b, 0, sizeof(b));
+    if (get_buffer(objs[0], &b[0], "arrival", "d", 8, -1, 0) < 0)
+        goto fail;
+    Py_ssize_t n = b[0].view.len / 8;
+    if (get_buffer(objs[1], &b[1], "size", "d", 8, n, 0) < 0 ||
+        get_buffer(objs[2], &b[2], "offset", "q", 8, n, 0) < 0 ||
+        get_buffer(objs[3], &b[3], "cls", "i", 4, n, 0) < 0 ||
+        get_buffer(objs[4], &b[4], "stream", "i", 4, n, 0) < 0 ||
+        get_buffer(objs[5], &b[5], "server", "i", 4, n, 0) < 0 ||
+        get_buffer(objs[6], &b[6], "phase", "i", 4, n, 0) < 0 ||
+        get_buffer(objs[7], &b[7], "op", "b", 1, n, 0) < 0 ||
+        get_buffer(objs[8], &b[8], "weight", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[9], &b[9], "reservation", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[10], &b[10], "limit", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[11], &b[11], "params", "d", 8, -1, 0) < 0 ||
+        get_buffer(objs[12], &b[12], "dispatch", "d", 8, n, 1) < 0 ||
+        get_buffer(objs[13], &b[13], "complete", "d", 8, n, 1) < 0 ||
+        get_buffer(objs[14], &b[14], "unit", "q", 8, n, 1) < 0)
+        goto fail;
+    re_requests rq = {
+        .n = n, .arrival = b[0].view.buf, .size = b[1].view.buf, .offset = b[2].view.buf,
+        .cls = b[3].view.buf, .stream = b[4].view.buf, .server = b[5].view.buf,
+        .phase = b[6].view.buf, .op = b[7].view.buf, .n_classes = n_classes,
+        .n_streams = n_streams, .n_servers = n_servers, .n_phases = n_phases,
+    };
+    re_context ctx = {
+        .rq = &rq, .device = &dev, .weight = b[8].view.buf, .reservation = b[9].view.buf,
+        .limit = b[10].view.buf, .param = b[11].view.buf, .n_param = (int32_t)(b[11].view.len / 8),
+    };
+    re_output out = {.dispatch = b[12].view.buf, .complete = b[13].view.buf, .unit = b[14].view.buf};
+    int64_t bad = -1;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = re_run(ops, &ctx, &out, &bad);
+    Py_END_ALLOW_THREADS
+    release_all(b, N_BUF);
+    if (rc == RE_NOMEM)
+        return PyErr_NoMemory();
+    if (rc != RE_OK)
+        return raise_error(request_error_text(rc), bad);
+    return PyLong_FromLongLong(out.n_units);
 fail:
     release_all(b, N_BUF);
     return NULL;
@@ -155,12 +252,13 @@ fail:
 
 static PyMethodDef methods[] = {
     {"replay_phases", py_replay_phases, METH_VARARGS, replay_phases_doc},
+    {"replay_requests", py_replay_requests, METH_VARARGS, replay_requests_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "iosets.replay._engine",
-    "C core of iosets.replay: phase-level event engine.", -1, methods,
+    "C core of iosets.replay: phase-level and request-level event engines.", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__engine(void)

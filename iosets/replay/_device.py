@@ -1,0 +1,66 @@
+"""The device model of the request-level engine."""
+
+from dataclasses import asdict, dataclass, fields
+
+from .._validation import check_count, check_positive
+from ..errors import InputError
+
+
+@dataclass(frozen=True)
+class Device:
+    """A storage device behind each server.
+
+    The device serves the units (single or aggregated requests) it was given in
+    dispatch order, one at a time; the scheduler may keep up to ``queue_depth``
+    units outstanding at the device, so a deeper queue leaves it less control.
+
+    Parameters
+    ----------
+    queue_depth : int, default=1
+        Units in service or queued at the device at once.
+    bandwidth : float, default=1e9
+        Bytes per second.
+    overhead : float, default=5e-5
+        Seconds per unit (per-request cost, paid once by an aggregated unit).
+    seek : float, default=2e-3
+        Seconds added when a unit does not continue the previous one on the same stream.
+    iops : float, default=0.0
+        If > 0, fixed-IOPS mode: every unit costs 1 / iops, whatever its size
+        (the IOPS examples of seed 001).
+    """
+
+    queue_depth: int = 1
+    bandwidth: float = 1e9
+    overhead: float = 5e-5
+    seek: float = 2e-3
+    iops: float = 0.0
+
+    def __post_init__(self):
+        check_count(self.queue_depth, "device queue_depth", minimum=1)
+        check_positive(self.bandwidth, "device bandwidth")
+        check_positive(self.overhead, "device overhead", strict=False)
+        check_positive(self.seek, "device seek", strict=False)
+        check_positive(self.iops, "device iops", strict=False)
+
+    def as_tuple(self) -> tuple:
+        """The tuple the C engine takes."""
+        return (self.queue_depth, float(self.bandwidth), float(self.overhead), float(self.seek), float(self.iops))
+
+    @classmethod
+    def from_strings(cls, items: list[str]) -> "Device":
+        """Build from ``key=value`` strings (the CLI's ``--device``)."""
+        known = {f.name: f.type for f in fields(cls)}
+        values = {}
+        for item in items:
+            key, sep, value = item.partition("=")
+            if not sep or key not in known:
+                raise InputError(f"--device: expected key=value with key in {', '.join(known)}, got {item!r}")
+            try:
+                values[key] = int(value) if key == "queue_depth" else float(value)
+            except ValueError:
+                raise InputError(f"--device {key}: expected a number, got {value!r}") from None
+        return cls(**values)
+
+    def to_dict(self) -> dict:
+        """The parameters as a dict."""
+        return asdict(self)

@@ -1,0 +1,109 @@
+"""Metrics of a request-level replay: shares, throughput, fairness, latency, aggregation."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+
+@dataclass(frozen=True)
+class RequestMetrics:
+    """Summary of one request-level replay.
+
+    Attributes
+    ----------
+    classes : polars.DataFrame
+        One row per class: ``class``, ``bytes``, ``requests``, ``share`` (of all bytes),
+        ``throughput`` (bytes / (last completion - first arrival) of the class),
+        ``latency_p50``, ``latency_p99`` (completion - arrival, s).
+    aggregate_throughput : float
+        All bytes / (last completion - first arrival).
+    jain_index : float
+        Jain's fairness index of per-class throughput divided by the class weight.
+    mean_aggregation_size : float
+        Requests per dispatched unit.
+    n_units : int
+        Dispatched units.
+    """
+
+    classes: pl.DataFrame
+    aggregate_throughput: float
+    jain_index: float
+    mean_aggregation_size: float
+    n_units: int
+
+    def to_dict(self) -> dict:
+        """JSON-ready form (the CLI's ``--json``)."""
+        return {
+            "classes": self.classes.with_columns(pl.col("class").cast(pl.String)).to_dicts(),
+            "aggregate_throughput": self.aggregate_throughput,
+            "jain_index": self.jain_index,
+            "mean_aggregation_size": self.mean_aggregation_size,
+            "n_units": self.n_units,
+        }
+
+
+def jain_index(values: np.ndarray) -> float:
+    """(sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one takes everything."""
+    values = np.asarray(values, dtype=np.float64)
+    square = float(np.sum(values**2))
+    return float(np.sum(values) ** 2 / (values.size * square)) if square > 0 else float("nan")
+
+
+def compute_request_metrics(trace, dispatch, complete, n_units: int, weight: np.ndarray) -> RequestMetrics:
+    """Per-class and global metrics of a replayed trace."""
+    n_classes = trace.classes.size
+    frame = pl.DataFrame(
+        {"cls": trace.cls, "size": trace.size, "arrival": trace.arrival, "complete": complete}
+    ).with_columns((pl.col("complete") - pl.col("arrival")).alias("latency"))
+    per_class = (
+        frame.group_by("cls")
+        .agg(
+            pl.col("size").sum().alias("bytes"),
+            pl.len().alias("requests"),
+            (pl.col("size").sum() / (pl.col("complete").max() - pl.col("arrival").min())).alias("throughput"),
+            pl.col("latency").quantile(0.5, "linear").alias("latency_p50"),
+            pl.col("latency").quantile(0.99, "linear").alias("latency_p99"),
+        )
+        .sort("cls")
+    )
+    total = float(trace.size.sum())
+    classes = per_class.with_columns(
+        pl.Series("class", trace.classes[per_class["cls"].to_numpy()]),
+        (pl.col("bytes") / total).alias("share"),
+    ).select("class", "bytes", pl.col("requests").cast(pl.Int64), "share", "throughput", "latency_p50", "latency_p99")
+    span = float(complete.max() - trace.arrival.min()) if trace.n else 0.0
+    normalized = per_class["throughput"].to_numpy() / weight[per_class["cls"].to_numpy()]
+    return RequestMetrics(
+        classes=classes,
+        aggregate_throughput=total / span if span > 0 else float("nan"),
+        jain_index=jain_index(normalized) if n_classes else float("nan"),
+        mean_aggregation_size=trace.n / n_units if n_units else float("nan"),
+        n_units=n_units,
+    )
+
+
+def interval_bytes(trace, complete: np.ndarray, start: float, end: float) -> np.ndarray:
+    """Bytes per class completed in [start, end)."""
+    inside = (complete >= start) & (complete < end)
+    return np.bincount(trace.cls[inside], weights=trace.size[inside], minlength=trace.classes.size)
+
+
+def sliding_shares(trace, dispatch: np.ndarray, window: int) -> np.ndarray:
+    """Byte share of each class over windows of ``window`` consecutive dispatched requests (seed 000, section 3).
+
+    Returns an array of shape (n - window + 1, n_classes).
+    """
+    order = np.argsort(dispatch, kind="stable")
+    one_hot = np.zeros((trace.n + 1, trace.classes.size))
+    np.add.at(one_hot, (np.arange(1, trace.n + 1), trace.cls[order]), trace.size[order])
+    cumulative = np.cumsum(one_hot, axis=0)
+    sums = cumulative[window:] - cumulative[:-window]
+    return sums / sums.sum(axis=1, keepdims=True)
+
+
+def share_error(throughput: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """FAIRIO's Error_i = T_i / sum(T) - w_i / sum(w) (seed 003, section IV)."""
+    return throughput / throughput.sum() - weight / weight.sum()

@@ -1,0 +1,236 @@
+/* Request-level engine loop: see request_engine.h for the model. */
+#include "request_engine.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "heap.h"
+
+#define MAX_UNIT 4096 /* largest aggregation a scheduler may form */
+
+typedef struct {
+    int64_t *fifo_next;     /* [n] next outstanding unit of the same server */
+    int64_t *head, *tail;   /* [n_servers] outstanding units */
+    int32_t *outstanding;   /* [n_servers] */
+    double *busy_until;     /* [n_servers] completion of the last dispatched unit */
+    int32_t *last_stream;   /* [n_servers] */
+    int64_t *last_end;      /* [n_servers] end offset of the last dispatched unit */
+    int64_t *unit_first;    /* [n] first member in `members` */
+    int64_t *unit_count;    /* [n] */
+    double *unit_start;     /* [n] service start */
+    double *unit_end;       /* [n] completion */
+    int64_t *members;       /* [n] requests in dispatch order */
+    int32_t *dirty;         /* servers that may dispatch now */
+    char *is_dirty;
+    int32_t n_dirty;
+    heap done;              /* (completion of the head unit, server) */
+    heap wake;              /* (scheduler wake-up date, server) */
+    int64_t buffer[MAX_UNIT];
+} engine_state;
+
+static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
+{
+    if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
+        !(dev->overhead >= 0) || !(dev->seek >= 0) || !(dev->iops >= 0) || !isfinite(dev->iops))
+        return RE_BAD_DEVICE;
+    double previous = -INFINITY;
+    for (int64_t i = 0; i < rq->n; i++) {
+        *bad = i;
+        if (!isfinite(rq->arrival[i]) || rq->arrival[i] < previous)
+            return RE_BAD_ARRIVAL;
+        previous = rq->arrival[i];
+        if (!(rq->size[i] > 0) || !isfinite(rq->size[i]))
+            return RE_BAD_SIZE;
+        if (rq->cls[i] < 0 || rq->cls[i] >= rq->n_classes || rq->stream[i] < 0 ||
+            rq->stream[i] >= rq->n_streams || rq->server[i] < 0 || rq->server[i] >= rq->n_servers ||
+            rq->phase[i] < -1 || rq->phase[i] >= rq->n_phases)
+            return RE_BAD_ID;
+    }
+    *bad = -1;
+    return RE_OK;
+}
+
+static void mark_dirty(engine_state *e, int32_t server)
+{
+    if (!e->is_dirty[server]) {
+        e->is_dirty[server] = 1;
+        e->dirty[e->n_dirty++] = server;
+    }
+}
+
+static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k)
+{
+    const re_requests *rq = ctx->rq;
+    const re_device *dev = ctx->device;
+    int64_t first = reqs[0], last = reqs[k - 1];
+    int contiguous = rq->stream[first] == e->last_stream[server] && rq->offset[first] == e->last_end[server];
+    e->last_stream[server] = rq->stream[last];
+    e->last_end[server] = rq->offset[last] + (int64_t)rq->size[last];
+    if (dev->iops > 0)
+        return 1.0 / dev->iops;
+    double bytes = 0;
+    for (int64_t j = 0; j < k; j++)
+        bytes += rq->size[reqs[j]];
+    return dev->overhead + bytes / dev->bandwidth + (contiguous ? 0.0 : dev->seek);
+}
+
+/* Dispatches units to `server` while its device has room and the scheduler has work. */
+static void dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx, engine_state *e,
+                     re_output *out, int32_t server, double now)
+{
+    while (ops->unbounded_depth || e->outstanding[server] < ctx->device->queue_depth) {
+        double wake = INFINITY;
+        int64_t k = ops->pick(s, server, now, e->buffer, MAX_UNIT, &wake);
+        if (k <= 0) {
+            if (wake < INFINITY)
+                heap_push(&e->wake, wake > now ? wake : now, server);
+            return;
+        }
+        int64_t u = out->n_units++;
+        e->unit_first[u] = u == 0 ? 0 : e->unit_first[u - 1] + e->unit_count[u - 1];
+        e->unit_count[u] = k;
+        memcpy(e->members + e->unit_first[u], e->buffer, (size_t)k * sizeof(int64_t));
+        for (int64_t j = 0; j < k; j++) {
+            out->dispatch[e->buffer[j]] = now;
+            out->unit[e->buffer[j]] = u;
+        }
+        double start = e->busy_until[server] > now ? e->busy_until[server] : now;
+        e->unit_start[u] = start;
+        e->unit_end[u] = e->busy_until[server] = start + unit_cost(ctx, e, server, e->buffer, k);
+        e->fifo_next[u] = -1;
+        if (e->tail[server] < 0) {
+            e->head[server] = u;
+            heap_push(&e->done, e->unit_end[u], server);
+        } else {
+            e->fifo_next[e->tail[server]] = u;
+        }
+        e->tail[server] = u;
+        e->outstanding[server]++;
+    }
+}
+
+static void complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
+                          int32_t server, double now)
+{
+    int64_t u = e->head[server];
+    e->head[server] = e->fifo_next[u];
+    if (e->head[server] < 0)
+        e->tail[server] = -1;
+    else
+        heap_push(&e->done, e->unit_end[e->head[server]], server);
+    e->outstanding[server]--;
+    const int64_t *reqs = e->members + e->unit_first[u];
+    for (int64_t j = 0; j < e->unit_count[u]; j++)
+        out->complete[reqs[j]] = now;
+    ops->complete(s, server, reqs, e->unit_count[u], out->dispatch[reqs[0]], e->unit_start[u], now);
+    mark_dirty(e, server);
+}
+
+static void state_free(engine_state *e)
+{
+    free(e->fifo_next);
+    free(e->head);
+    free(e->tail);
+    free(e->outstanding);
+    free(e->busy_until);
+    free(e->last_stream);
+    free(e->last_end);
+    free(e->unit_first);
+    free(e->unit_count);
+    free(e->unit_start);
+    free(e->unit_end);
+    free(e->members);
+    free(e->dirty);
+    free(e->is_dirty);
+    heap_free(&e->done);
+    heap_free(&e->wake);
+    free(e);
+}
+
+static engine_state *state_new(const re_requests *rq)
+{
+    engine_state *e = calloc(1, sizeof(engine_state));
+    if (e == NULL)
+        return NULL;
+    size_t n = (size_t)(rq->n > 0 ? rq->n : 1), ns = (size_t)(rq->n_servers > 0 ? rq->n_servers : 1);
+    e->fifo_next = malloc(n * sizeof(int64_t));
+    e->unit_first = malloc(n * sizeof(int64_t));
+    e->unit_count = malloc(n * sizeof(int64_t));
+    e->unit_start = malloc(n * sizeof(double));
+    e->unit_end = malloc(n * sizeof(double));
+    e->members = malloc(n * sizeof(int64_t));
+    e->head = malloc(ns * sizeof(int64_t));
+    e->tail = malloc(ns * sizeof(int64_t));
+    e->outstanding = calloc(ns, sizeof(int32_t));
+    e->busy_until = calloc(ns, sizeof(double));
+    e->last_stream = malloc(ns * sizeof(int32_t));
+    e->last_end = malloc(ns * sizeof(int64_t));
+    e->dirty = malloc(ns * sizeof(int32_t));
+    e->is_dirty = calloc(ns, 1);
+    /* every server has at most one entry in `done`; wake-ups are bounded by dispatch attempts */
+    int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)(2 * n + ns));
+    if (!ok || !e->fifo_next || !e->unit_first || !e->unit_count || !e->unit_start || !e->unit_end ||
+        !e->members || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->last_stream ||
+        !e->last_end || !e->dirty || !e->is_dirty) {
+        state_free(e);
+        return NULL;
+    }
+    for (size_t s = 0; s < ns; s++) {
+        e->head[s] = e->tail[s] = -1;
+        e->last_stream[s] = -1;
+        e->last_end[s] = -1;
+    }
+    return e;
+}
+
+int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
+{
+    const re_requests *rq = ctx->rq;
+    *bad_index = -1;
+    int rc = validate(rq, ctx->device, bad_index);
+    if (rc != RE_OK)
+        return rc;
+    re_sched *s = ops->create(ctx, &rc, bad_index);
+    if (s == NULL)
+        return rc;
+    engine_state *e = state_new(rq);
+    if (e == NULL) {
+        ops->destroy(s);
+        return RE_NOMEM;
+    }
+    out->n_units = 0;
+    int64_t next = 0;
+    for (;;) {
+        double t_arrival = next < rq->n ? rq->arrival[next] : INFINITY;
+        double t_done = e->done.size ? e->done.items[0].key : INFINITY;
+        double t_wake = e->wake.size ? e->wake.items[0].key : INFINITY;
+        double now = fmin(t_arrival, fmin(t_done, t_wake));
+        if (now == INFINITY)
+            break;
+        int completed = 0;
+        while (e->done.size && e->done.items[0].key <= now) {
+            complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
+            completed = 1;
+        }
+        if (completed && ops->cross_server)
+            for (int32_t server = 0; server < rq->n_servers; server++)
+                mark_dirty(e, server);
+        while (next < rq->n && rq->arrival[next] <= now) {
+            ops->enqueue(s, rq->server[next], next, now);
+            mark_dirty(e, rq->server[next]);
+            next++;
+        }
+        while (e->wake.size && e->wake.items[0].key <= now)
+            mark_dirty(e, heap_pop(&e->wake).id);
+        for (int32_t i = 0; i < e->n_dirty; i++) {
+            int32_t server = e->dirty[i];
+            e->is_dirty[server] = 0;
+            dispatch(ops, s, ctx, e, out, server, now);
+        }
+        e->n_dirty = 0;
+    }
+    state_free(e);
+    ops->destroy(s);
+    return RE_OK;
+}

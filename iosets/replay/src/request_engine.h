@@ -1,0 +1,93 @@
+/* Request-level replay engine (DESIGN.md, "Request-level model").
+ *
+ * Requests arrive at their dates, go through one scheduler per run into the
+ * device of their server. A device serves the units (single or aggregated
+ * requests) it was given in dispatch order, one at a time; the scheduler may
+ * keep up to queue_depth units outstanding at a device. A unit costs
+ * overhead + bytes / bandwidth, plus seek when it does not continue the
+ * previous unit of the device on the same stream; in fixed-IOPS mode every
+ * unit costs 1 / iops instead.
+ */
+#ifndef IOSETS_REQUEST_ENGINE_H
+#define IOSETS_REQUEST_ENGINE_H
+
+#include <stdint.h>
+
+enum {
+    RE_OK = 0,
+    RE_NOMEM = 1,
+    RE_BAD_ARRIVAL = 2,   /* index = request: dates must be finite and sorted */
+    RE_BAD_SIZE = 3,      /* index = request */
+    RE_BAD_ID = 4,        /* index = request: class, stream, server or phase out of range */
+    RE_BAD_DEVICE = 5,
+    RE_BAD_WEIGHT = 6,    /* index = class */
+    RE_BAD_RESERVATION = 7, /* index = class */
+    RE_BAD_LIMIT = 8,     /* index = class */
+    RE_BAD_PARAM = 9,     /* index = position in the scheduler's parameter vector */
+    RE_UNKNOWN_SCHEDULER = 10,
+};
+
+typedef struct {
+    int64_t n;
+    const double *arrival;  /* [n] sorted, s */
+    const double *size;     /* [n] bytes > 0 */
+    const int64_t *offset;  /* [n] bytes */
+    const int32_t *cls;     /* [n] class (set, job, client...) in [0, n_classes) */
+    const int32_t *stream;  /* [n] file or device stream in [0, n_streams) */
+    const int32_t *server;  /* [n] server in [0, n_servers) */
+    const int32_t *phase;   /* [n] dense I/O phase id in [0, n_phases), or -1 */
+    const int8_t *op;       /* [n] 0 read, 1 write */
+    int32_t n_classes, n_streams, n_servers, n_phases;
+} re_requests;
+
+typedef struct {
+    int32_t queue_depth; /* units outstanding at a device at once (>= 1) */
+    double bandwidth;    /* bytes/s */
+    double overhead;     /* s per unit */
+    double seek;         /* s when a unit does not continue the previous one */
+    double iops;         /* > 0: fixed-IOPS mode, every unit costs 1 / iops */
+} re_device;
+
+typedef struct {
+    const re_requests *rq;
+    const re_device *device;
+    const double *weight;       /* [n_classes] */
+    const double *reservation;  /* [n_classes] */
+    const double *limit;        /* [n_classes], 0 = none */
+    const double *param;        /* scheduler scalars, in the order its Python table lists */
+    int32_t n_param;
+} re_context;
+
+typedef struct re_sched re_sched;
+
+/* One scheduler: the engine calls enqueue on arrival, pick whenever a device
+ * has room, complete when a unit is done. */
+typedef struct {
+    const char *name;
+    int unbounded_depth; /* 1: dispatch ignores queue_depth (NOOP) */
+    int cross_server;    /* 1: a completion may let any server dispatch (set exclusivity) */
+    /* Builds the state; returns NULL with *rc and *bad set on error. */
+    re_sched *(*create)(const re_context *ctx, int *rc, int64_t *bad);
+    void (*destroy)(re_sched *s);
+    void (*enqueue)(re_sched *s, int32_t server, int64_t req, double now);
+    /* Writes up to `max` requests of one unit to `out` and returns how many;
+     * 0 when nothing may go now, with *wake the earliest date something might
+     * (left at INFINITY when only an arrival or a completion can help). */
+    int64_t (*pick)(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake);
+    /* A unit of `count` requests ends: dispatched at `dispatched`, served from `started` to `now`. */
+    void (*complete)(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,
+                     double started, double now);
+} re_sched_ops;
+
+typedef struct {
+    double *dispatch;  /* [n] */
+    double *complete;  /* [n] */
+    int64_t *unit;     /* [n] id of the unit the request was served in */
+    int64_t n_units;
+} re_output;
+
+const re_sched_ops *re_find_scheduler(const char *name);
+
+int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index);
+
+#endif
