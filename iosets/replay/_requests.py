@@ -95,6 +95,7 @@ def replay_requests(
     *,
     device: Device | None = None,
     class_by: str = "job_id",
+    server_by: str | None = None,
     weights=None,
     reservations=None,
     limits=None,
@@ -113,6 +114,8 @@ def replay_requests(
         Device model; ``Device()`` when None.
     class_by : str, default="job_id"
         Column of ``ops`` giving each request's class.
+    server_by : str, default=None
+        Column of ``ops`` naming each request's server; ``server`` when present, else one server.
     weights, reservations, limits : scalar, mapping class -> value, or array, default=None
         Per-class parameters (weights default to 1, the others to 0 = none).
     phase_gap : float, default=1.0
@@ -134,7 +137,12 @@ def replay_requests(
     trace = (
         ops
         if isinstance(ops, RequestTrace)
-        else RequestTrace.from_ops(ops, class_by=class_by, phase_gap=phase_gap if scheduler == "iosets-wfq" else None)
+        else RequestTrace.from_ops(
+            ops,
+            class_by=class_by,
+            server_by=server_by or ("server" if "server" in ops.columns else None),
+            phase_gap=phase_gap if scheduler == "iosets-wfq" else None,
+        )
     )
     weight = _per_class(weights, trace, "weights", 1.0)
     reservation = _per_class(reservations, trace, "reservations", 0.0)

@@ -1,0 +1,126 @@
+"""The request engine's device model and baselines on closed-form cases."""
+
+import numpy as np
+import polars as pl
+import pytest
+
+from iosets.errors import InputError, ReplayError
+from iosets.replay import Device, jain_index, replay_requests, sliding_shares
+
+MB = 1_000_000
+
+
+def ops_of(rows, **extra):
+    """rows: (job_id, offset, size, start[, file])."""
+    return pl.DataFrame(
+        {
+            "job_id": [r[0] for r in rows],
+            "rank": 0,
+            "op": "write",
+            "offset": [r[1] for r in rows],
+            "size": [r[2] for r in rows],
+            "start": [float(r[3]) for r in rows],
+            "file": [r[4] if len(r) > 4 else r[0] for r in rows],
+            **extra,
+        }
+    )
+
+
+def test_unit_cost_is_overhead_plus_transfer_plus_seek():
+    device = Device(bandwidth=1e9, overhead=1e-4, seek=2e-3)
+    # second request continues the first (no seek); third jumps (seek); fourth is another file (seek)
+    ops = ops_of([("a", 0, MB, 0), ("a", MB, MB, 0), ("a", 5 * MB, MB, 0), ("b", MB * 6, MB, 0)])
+    r = replay_requests(ops, "time-order", device=device)
+    cost = 1e-4 + 1e-3
+    expected = np.cumsum([cost + 2e-3, cost, cost + 2e-3, cost + 2e-3])
+    np.testing.assert_allclose(r.complete, expected, rtol=1e-12)
+
+
+def test_fixed_iops_mode_costs_one_over_c():
+    ops = ops_of([("a", i * MB, MB, 0) for i in range(5)])
+    r = replay_requests(ops, "time-order", device=Device(iops=100))
+    np.testing.assert_allclose(r.complete, [0.01, 0.02, 0.03, 0.04, 0.05])
+
+
+def test_queue_depth_bounds_outstanding_units_but_noop_does_not():
+    ops = ops_of([("a", i * MB, MB, 0) for i in range(4)])
+    device = Device(queue_depth=2, iops=10)
+    to = replay_requests(ops, "time-order", device=device)
+    np.testing.assert_allclose(to.dispatch, [0, 0, 0.1, 0.2])  # a slot frees at each completion
+    noop = replay_requests(ops, "fcfs", device=device)
+    np.testing.assert_allclose(noop.dispatch, [0, 0, 0, 0])
+    np.testing.assert_allclose(noop.complete, to.complete)  # the device is FIFO either way
+
+
+def test_idle_device_starts_at_arrival():
+    ops = ops_of([("a", 0, MB, 0), ("a", MB, MB, 5.0)])
+    r = replay_requests(ops, "fcfs", device=Device(iops=10))
+    np.testing.assert_allclose(r.complete, [0.1, 5.1])
+    assert r.metrics.classes["latency_p50"].to_list() == pytest.approx([0.1])
+
+
+def test_metrics_of_two_classes():
+    ops = ops_of([("a", 0, 3 * MB, 0), ("b", 0, MB, 0)])
+    r = replay_requests(ops, "fcfs", device=Device(bandwidth=1e6, overhead=0, seek=0))
+    classes = r.metrics.classes
+    assert classes["class"].to_list() == ["a", "b"]
+    assert classes["bytes"].to_list() == [3 * MB, MB]
+    assert classes["share"].to_list() == pytest.approx([0.75, 0.25])
+    assert classes["throughput"].to_list() == pytest.approx([1e6, MB / 4.0])
+    assert r.metrics.aggregate_throughput == pytest.approx(1e6)
+    assert r.metrics.jain_index == pytest.approx((1e6 + 2.5e5) ** 2 / (2 * (1e12 + 6.25e10)))
+    assert r.metrics.mean_aggregation_size == 1
+
+
+def test_jain_index_bounds():
+    assert jain_index([5, 5, 5]) == pytest.approx(1)
+    assert jain_index([1, 0, 0, 0]) == pytest.approx(0.25)
+
+
+def test_sliding_shares_windows():
+    ops = ops_of([("a", 0, 1, 0), ("b", 0, 3, 0), ("a", 1, 1, 0), ("b", 3, 3, 0)])
+    r = replay_requests(ops, "time-order", device=Device(iops=1))
+    shares = sliding_shares(r.trace, r.dispatch, 2)
+    np.testing.assert_allclose(shares, [[0.25, 0.75]] * 3)
+
+
+def test_results_map_back_to_source_rows():
+    ops = ops_of([("a", 0, MB, 2.0), ("b", 0, MB, 1.0)])
+    frame = replay_requests(ops, "fcfs", device=Device(iops=10)).requests()
+    assert frame["row"].to_list() == [1, 0]
+    assert frame["class"].to_list() == ["b", "a"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"scheduler": "lottery"}, InputError, "unknown scheduler 'lottery'; expected one of fcfs"),
+        ({"scheduler": "wfq", "quantum": 3}, InputError, "scheduler 'wfq': unknown parameters \\['quantum'\\]"),
+        ({"scheduler": "wfq", "weights": {"zz": 1}}, InputError, "weights: unknown classes \\['zz'\\]"),
+        ({"scheduler": "wfq", "weights": {"a": 0, "b": 1}}, ReplayError, "weight must be finite and > 0 \\(class 0\\)"),
+        ({"scheduler": "fcfs", "class_by": "colour"}, InputError, "missing columns \\['colour'\\]"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, message):
+    ops = ops_of([("a", 0, MB, 0), ("b", 0, MB, 0)])
+    with pytest.raises(error, match=message):
+        replay_requests(ops, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "column, value, message",
+    [("op", "rd", "ops row 1: op: expected 'read'\\|'write', got 'rd'"), ("size", 0, "ops row 1: size: expected bytes > 0, got 0")],
+)
+def test_bad_ops_rows_are_named(column, value, message):
+    ops = ops_of([("a", 0, MB, 0), ("b", 0, MB, 1)])
+    ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 1).then(pl.lit(value)).otherwise(pl.col(column)).alias(column))
+    with pytest.raises(InputError, match=message):
+        replay_requests(ops, "fcfs")
+
+
+def test_bad_device_is_rejected():
+    with pytest.raises(InputError, match="device queue_depth must be an integer >= 1, got 0"):
+        Device(queue_depth=0)
+    with pytest.raises(InputError, match="--device: expected key=value"):
+        Device.from_strings(["depth=3"])
+    assert Device.from_strings(["queue_depth=4", "seek=0"]) == Device(queue_depth=4, seek=0.0)
