@@ -17,7 +17,17 @@ from . import __version__
 from ._io import atomic_path
 from .datasets import FIGURES, figure_seed, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
-from .replay import EXPERIMENT_REFERENCE, POLICIES, replay_phases, run_experiment, summarize_experiment
+from .analyzer import read_ops
+from .replay import (
+    EXPERIMENT_REFERENCE,
+    POLICIES,
+    SCHEDULERS,
+    Device,
+    replay_phases,
+    replay_requests,
+    run_experiment,
+    summarize_experiment,
+)
 from .workload import read_workload, write_workload
 
 app = typer.Typer(
@@ -143,6 +153,71 @@ def _write_table(frame: pl.DataFrame, path: Path) -> None:
         raise IosetsError(f"{path}: expected a .parquet or .csv file name")
     with atomic_path(path) as tmp:
         frame.write_parquet(tmp) if path.suffix == ".parquet" else frame.write_csv(tmp)
+
+
+def _parse_pairs(items: list[str] | None, option: str, convert) -> dict:
+    """``key=value`` strings into a dict, keys converted by ``convert``."""
+    pairs = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise IosetsError(f"{option}: expected key=value, got {item!r}")
+        try:
+            pairs[convert(key)] = float(value)
+        except ValueError:
+            raise IosetsError(f"{option}: expected a number after '=', got {item!r}") from None
+    return pairs
+
+
+@app.command("replay-requests")
+def replay_requests_command(
+    ops_path: Annotated[Path, typer.Argument(metavar="OPS", help="Ops table (.csv or .parquet).")],
+    scheduler: Annotated[str, typer.Option(help=f"One of: {', '.join(SCHEDULERS)}.")] = "fcfs",
+    class_by: Annotated[str, typer.Option(help="Column giving each request's class.")] = "job_id",
+    weight: Annotated[list[str] | None, typer.Option(help="CLASS=WEIGHT (repeatable).")] = None,
+    reservation: Annotated[list[str] | None, typer.Option(help="CLASS=RESERVATION (repeatable).")] = None,
+    limit: Annotated[list[str] | None, typer.Option(help="CLASS=LIMIT (repeatable).")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Scheduler parameter key=value (repeatable).")] = None,
+    device: Annotated[
+        list[str] | None, typer.Option(help="Device parameter key=value: queue_depth, bandwidth, overhead, seek, iops.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
+) -> None:
+    """Replay a request trace through a scheduler and the device model; print per-class shares."""
+    try:
+        ops = read_ops(ops_path)
+        if class_by not in ops.columns:
+            raise IosetsError(f"--class-by: {ops_path} has no column {class_by!r}")
+        key = int if ops[class_by].dtype.is_integer() else str
+        result = replay_requests(
+            ops,
+            scheduler,
+            device=Device.from_strings(device or []),
+            class_by=class_by,
+            weights=_parse_pairs(weight, "--weight", key) or None,
+            reservations=_parse_pairs(reservation, "--reservation", key) or None,
+            limits=_parse_pairs(limit, "--limit", key) or None,
+            **_parse_pairs(param, "--param", str),
+        )
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    metrics = result.metrics.to_dict()
+    if as_json:
+        sys.stdout.write(json.dumps(metrics) + "\n")
+        return
+    table = Table(title=f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units")
+    for column in ("class", "bytes", "requests", "share", "throughput MB/s", "p50 ms", "p99 ms"):
+        table.add_column(column, justify="left" if column == "class" else "right")
+    for row in metrics["classes"]:
+        table.add_row(
+            row["class"], f"{row['bytes']:.0f}", str(row["requests"]), f"{row['share']:.3f}",
+            f"{row['throughput'] / 1e6:.2f}", f"{row['latency_p50'] * 1e3:.3f}", f"{row['latency_p99'] * 1e3:.3f}",
+        )
+    out.print(table)
+    out.print(
+        f"aggregate {metrics['aggregate_throughput'] / 1e6:.2f} MB/s, Jain {metrics['jain_index']:.3f}, "
+        f"mean aggregation {metrics['mean_aggregation_size']:.2f}"
+    )
 
 
 @app.command()

@@ -90,3 +90,47 @@ def test_demo_compares_policies():
 def test_version():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0 and result.stdout.startswith("iosets ")
+
+
+@pytest.fixture(scope="module")
+def ops_file(tmp_path_factory):
+    from iosets.datasets import make_backlogged_requests
+
+    path = tmp_path_factory.mktemp("ops") / "ops.csv"
+    make_backlogged_requests(8000, 4, random_state=0).write_csv(path)
+    return path
+
+
+def test_replay_requests_json_shares(ops_file):
+    weights = ["--weight", "c0=1024", "--weight", "c1=2048", "--weight", "c2=4096", "--weight", "c3=8192"]
+    result = runner.invoke(app, ["replay-requests", str(ops_file), "--scheduler", "wfq", *weights, "--json"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert [c["class"] for c in metrics["classes"]] == ["c0", "c1", "c2", "c3"]
+    assert set(metrics) >= {"aggregate_throughput", "jain_index", "mean_aggregation_size"}
+    assert set(metrics["classes"][0]) == {"class", "bytes", "requests", "share", "throughput", "latency_p50", "latency_p99"}
+    # the heavier the weight, the sooner a class is served: p50 latency falls with the weight
+    p50 = [c["latency_p50"] for c in metrics["classes"]]
+    assert p50 == sorted(p50, reverse=True)
+
+
+def test_replay_requests_device_and_table(ops_file):
+    result = runner.invoke(app, ["replay-requests", str(ops_file), "--device", "iops=1000", "--device", "queue_depth=2"])
+    assert result.exit_code == 0, result.output
+    assert "aggregate" in result.stdout and "c3" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--scheduler", "nope"], "unknown scheduler 'nope'"),
+        (["--device", "speed=3"], "--device: expected key=value with key in queue_depth"),
+        (["--weight", "c0"], "--weight: expected key=value"),
+        (["--param", "x=1"], "unknown parameters ['x']"),
+        (["--class-by", "colour"], "has no column 'colour'"),
+    ],
+)
+def test_replay_requests_bad_arguments(ops_file, args, message):
+    result = runner.invoke(app, ["replay-requests", str(ops_file), *args])
+    assert result.exit_code == 1
+    assert message in " ".join(result.stderr.split())

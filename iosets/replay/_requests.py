@@ -148,9 +148,9 @@ def replay_requests(
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)
     vector = np.array([float(params.get(k, v)) for k, v in defaults.items()], dtype=np.float64)
-    dispatch = np.empty(trace.n)
-    complete = np.empty(trace.n)
-    unit = np.empty(trace.n, dtype=np.int64)
+    dispatch = np.full(trace.n, np.nan)  # stays NaN for a request never dispatched
+    complete = np.full(trace.n, np.nan)
+    unit = np.full(trace.n, -1, dtype=np.int64)
     start = time.perf_counter()
     n_units = _engine.replay_requests(
         scheduler, trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase,

@@ -9,18 +9,26 @@
 
 #define MAX_UNIT 4096 /* largest aggregation a scheduler may form */
 
+/* A dispatched unit in the device; slots are recycled once the unit completes,
+ * so the engine's memory follows the outstanding units, not the trace. */
 typedef struct {
-    int64_t *fifo_next;     /* [n] next outstanding unit of the same server */
-    int64_t *head, *tail;   /* [n_servers] outstanding units */
+    int64_t first;      /* first member request; the others follow through member_next */
+    int64_t count;
+    int64_t next;       /* next outstanding slot of the same server, or the next free slot */
+    double dispatched;
+    double start;       /* service start */
+    double end;         /* completion */
+} unit_slot;
+
+typedef struct {
+    unit_slot *slots;
+    int64_t n_slots, free_slot;
+    int64_t *member_next;   /* [n] next request of the same aggregated unit */
+    int64_t *head, *tail;   /* [n_servers] outstanding slots */
     int32_t *outstanding;   /* [n_servers] */
     double *busy_until;     /* [n_servers] completion of the last dispatched unit */
     int32_t *last_stream;   /* [n_servers] */
     int64_t *last_end;      /* [n_servers] end offset of the last dispatched unit */
-    int64_t *unit_first;    /* [n] first member in `members` */
-    int64_t *unit_count;    /* [n] */
-    double *unit_start;     /* [n] service start */
-    double *unit_end;       /* [n] completion */
-    int64_t *members;       /* [n] requests in dispatch order */
     int32_t *dirty;         /* servers that may dispatch now */
     char *is_dirty;
     int32_t n_dirty;
@@ -75,9 +83,28 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     return dev->overhead + bytes / dev->bandwidth + (contiguous ? 0.0 : dev->seek);
 }
 
+/* A free unit slot, growing the pool when all are in use; -1 when out of memory. */
+static int64_t take_slot(engine_state *e)
+{
+    if (e->free_slot < 0) {
+        int64_t grown = e->n_slots * 2;
+        unit_slot *slots = realloc(e->slots, (size_t)grown * sizeof(unit_slot));
+        if (slots == NULL)
+            return -1;
+        for (int64_t i = e->n_slots; i < grown; i++)
+            slots[i].next = i + 1 < grown ? i + 1 : -1;
+        e->slots = slots;
+        e->free_slot = e->n_slots;
+        e->n_slots = grown;
+    }
+    int64_t slot = e->free_slot;
+    e->free_slot = e->slots[slot].next;
+    return slot;
+}
+
 /* Dispatches units to `server` while its device has room and the scheduler has work. */
-static void dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx, engine_state *e,
-                     re_output *out, int32_t server, double now)
+static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx, engine_state *e,
+                    re_output *out, int32_t server, double now)
 {
     while (ops->unbounded_depth || e->outstanding[server] < ctx->device->queue_depth) {
         double wake = INFINITY;
@@ -85,62 +112,71 @@ static void dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx
         if (k <= 0) {
             if (wake < INFINITY)
                 heap_push(&e->wake, wake > now ? wake : now, server);
-            return;
+            return RE_OK;
         }
-        int64_t u = out->n_units++;
-        e->unit_first[u] = u == 0 ? 0 : e->unit_first[u - 1] + e->unit_count[u - 1];
-        e->unit_count[u] = k;
-        memcpy(e->members + e->unit_first[u], e->buffer, (size_t)k * sizeof(int64_t));
+        int64_t slot = take_slot(e);
+        if (slot < 0)
+            return RE_NOMEM;
+        unit_slot *u = &e->slots[slot];
+        int64_t id = out->n_units++;
         for (int64_t j = 0; j < k; j++) {
             out->dispatch[e->buffer[j]] = now;
-            out->unit[e->buffer[j]] = u;
+            out->unit[e->buffer[j]] = id;
         }
-        double start = e->busy_until[server] > now ? e->busy_until[server] : now;
-        e->unit_start[u] = start;
-        e->unit_end[u] = e->busy_until[server] = start + unit_cost(ctx, e, server, e->buffer, k);
-        e->fifo_next[u] = -1;
+        for (int64_t j = 0; j + 1 < k; j++) /* links only for aggregated units */
+            e->member_next[e->buffer[j]] = e->buffer[j + 1];
+        u->first = e->buffer[0];
+        u->count = k;
+        u->dispatched = now;
+        u->start = e->busy_until[server] > now ? e->busy_until[server] : now;
+        u->end = e->busy_until[server] = u->start + unit_cost(ctx, e, server, e->buffer, k);
+        u->next = -1;
         if (e->tail[server] < 0) {
-            e->head[server] = u;
-            heap_push(&e->done, e->unit_end[u], server);
+            e->head[server] = slot;
+            heap_push(&e->done, u->end, server);
         } else {
-            e->fifo_next[e->tail[server]] = u;
+            e->slots[e->tail[server]].next = slot;
         }
-        e->tail[server] = u;
+        e->tail[server] = slot;
         e->outstanding[server]++;
     }
+    return RE_OK;
 }
 
 static void complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
                           int32_t server, double now)
 {
-    int64_t u = e->head[server];
-    e->head[server] = e->fifo_next[u];
-    if (e->head[server] < 0)
+    int64_t slot = e->head[server];
+    unit_slot u = e->slots[slot];
+    e->head[server] = u.next;
+    if (u.next < 0)
         e->tail[server] = -1;
     else
-        heap_push(&e->done, e->unit_end[e->head[server]], server);
+        heap_push(&e->done, e->slots[u.next].end, server);
+    e->slots[slot].next = e->free_slot;
+    e->free_slot = slot;
     e->outstanding[server]--;
-    const int64_t *reqs = e->members + e->unit_first[u];
-    for (int64_t j = 0; j < e->unit_count[u]; j++)
-        out->complete[reqs[j]] = now;
-    ops->complete(s, server, reqs, e->unit_count[u], out->dispatch[reqs[0]], e->unit_start[u], now);
+    int64_t req = u.first;
+    for (int64_t j = 0; j < u.count; j++) {
+        out->complete[req] = now;
+        e->buffer[j] = req;
+        if (j + 1 < u.count)
+            req = e->member_next[req];
+    }
+    ops->complete(s, server, e->buffer, u.count, u.dispatched, u.start, now);
     mark_dirty(e, server);
 }
 
 static void state_free(engine_state *e)
 {
-    free(e->fifo_next);
+    free(e->slots);
+    free(e->member_next);
     free(e->head);
     free(e->tail);
     free(e->outstanding);
     free(e->busy_until);
     free(e->last_stream);
     free(e->last_end);
-    free(e->unit_first);
-    free(e->unit_count);
-    free(e->unit_start);
-    free(e->unit_end);
-    free(e->members);
     free(e->dirty);
     free(e->is_dirty);
     heap_free(&e->done);
@@ -154,12 +190,9 @@ static engine_state *state_new(const re_requests *rq)
     if (e == NULL)
         return NULL;
     size_t n = (size_t)(rq->n > 0 ? rq->n : 1), ns = (size_t)(rq->n_servers > 0 ? rq->n_servers : 1);
-    e->fifo_next = malloc(n * sizeof(int64_t));
-    e->unit_first = malloc(n * sizeof(int64_t));
-    e->unit_count = malloc(n * sizeof(int64_t));
-    e->unit_start = malloc(n * sizeof(double));
-    e->unit_end = malloc(n * sizeof(double));
-    e->members = malloc(n * sizeof(int64_t));
+    e->n_slots = 64;
+    e->slots = malloc((size_t)e->n_slots * sizeof(unit_slot));
+    e->member_next = malloc(n * sizeof(int64_t));
     e->head = malloc(ns * sizeof(int64_t));
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
@@ -170,12 +203,14 @@ static engine_state *state_new(const re_requests *rq)
     e->is_dirty = calloc(ns, 1);
     /* every server has at most one entry in `done`; wake-ups are bounded by dispatch attempts */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)(2 * n + ns));
-    if (!ok || !e->fifo_next || !e->unit_first || !e->unit_count || !e->unit_start || !e->unit_end ||
-        !e->members || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->last_stream ||
-        !e->last_end || !e->dirty || !e->is_dirty) {
+    if (!ok || !e->slots || !e->member_next || !e->head || !e->tail || !e->outstanding ||
+        !e->busy_until || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }
+    for (int64_t i = 0; i < e->n_slots; i++)
+        e->slots[i].next = i + 1 < e->n_slots ? i + 1 : -1;
+    e->free_slot = 0;
     for (size_t s = 0; s < ns; s++) {
         e->head[s] = e->tail[s] = -1;
         e->last_stream[s] = -1;
@@ -205,7 +240,8 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         double t_arrival = next < rq->n ? rq->arrival[next] : INFINITY;
         double t_done = e->done.size ? e->done.items[0].key : INFINITY;
         double t_wake = e->wake.size ? e->wake.items[0].key : INFINITY;
-        double now = fmin(t_arrival, fmin(t_done, t_wake));
+        double now = t_arrival < t_done ? t_arrival : t_done;
+        now = t_wake < now ? t_wake : now;
         if (now == INFINITY)
             break;
         int completed = 0;
@@ -223,14 +259,16 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         }
         while (e->wake.size && e->wake.items[0].key <= now)
             mark_dirty(e, heap_pop(&e->wake).id);
-        for (int32_t i = 0; i < e->n_dirty; i++) {
+        for (int32_t i = 0; i < e->n_dirty && rc == RE_OK; i++) {
             int32_t server = e->dirty[i];
             e->is_dirty[server] = 0;
-            dispatch(ops, s, ctx, e, out, server, now);
+            rc = dispatch(ops, s, ctx, e, out, server, now);
         }
         e->n_dirty = 0;
+        if (rc != RE_OK)
+            break;
     }
     state_free(e);
     ops->destroy(s);
-    return RE_OK;
+    return rc;
 }

@@ -1,0 +1,54 @@
+"""Read and write the ops interchange table (CSV or Parquet)."""
+
+from pathlib import Path
+
+import polars as pl
+
+from .._io import atomic_path
+from ..errors import InputError
+
+OPS_SCHEMA = {
+    "job_id": pl.String,
+    "rank": pl.Int64,
+    "op": pl.String,
+    "offset": pl.Int64,
+    "size": pl.Int64,
+    "start": pl.Float64,
+    "end": pl.Float64,
+}
+REQUIRED = ("job_id", "rank", "op", "offset", "size", "start")
+
+
+def read_ops(path) -> pl.DataFrame:
+    """Read an ops table from ``.csv`` or ``.parquet``, checking columns and types.
+
+    Returns a frame with the DESIGN.md columns (``end`` and ``file`` optional) plus any extra columns.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        if path.suffix == ".parquet":
+            frame = pl.read_parquet(path)
+        else:
+            frame = pl.read_csv(path, schema_overrides={**OPS_SCHEMA, "file": pl.String, "job_id": pl.String})
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a readable ops table ({first})") from None
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise InputError(f"{path}: missing columns {missing}; expected {list(OPS_SCHEMA)}")
+    if "end" not in frame.columns:
+        frame = frame.with_columns(pl.lit(None, pl.Float64).alias("end"))
+    try:
+        return frame.cast({k: v for k, v in OPS_SCHEMA.items() if k in frame.columns})
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(f"{path}: bad column type ({str(exc).splitlines()[0]})") from None
+
+
+def write_ops(ops: pl.DataFrame, path) -> Path:
+    """Write an ops table atomically as ``.csv`` or ``.parquet``."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        ops.write_parquet(tmp) if path.suffix == ".parquet" else ops.write_csv(tmp)
+    return path
