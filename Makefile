@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-asan bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -25,8 +25,18 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
+# The C core under AddressSanitizer + UBSan, in its own venv, installed (not editable)
+# and tested from outside the tree so that the sanitized extension is the one imported.
+ASAN_VENV := .venv-asan
+test-asan:
+	$(PYTHON) -m venv $(ASAN_VENV)
+	IOSETS_SANITIZE=1 $(ASAN_VENV)/bin/python -m pip install --quiet ".[test]"
+	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \
+		$(CURDIR)/$(ASAN_VENV)/bin/python -m pytest $(CURDIR)/tests -q -m "not slow" -p no:cacheprovider
+
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/replay_phase.py
+	$(BIN)/python benchmarks/replay_requests.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info iosets/replay/*.so
+	rm -rf $(VENV) $(ASAN_VENV) build *.egg-info iosets/replay/*.so
