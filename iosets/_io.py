@@ -6,6 +6,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import polars as pl
+
+from .errors import InputError
+
 
 @contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
@@ -20,3 +24,13 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
+    """Write ``frame`` atomically as ``.parquet`` or ``.csv``, chosen by the suffix."""
+    path = Path(path)
+    if path.suffix not in (".parquet", ".csv"):
+        raise InputError(f"{path}: expected a .parquet or .csv file name")
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp) if path.suffix == ".parquet" else frame.write_csv(tmp)
+    return path

@@ -14,7 +14,7 @@ from rich.progress import track
 from rich.table import Table
 
 from . import __version__
-from ._io import atomic_path
+from ._io import write_frame
 from .datasets import FIGURES, figure_seed, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
 from .analyzer import read_ops
@@ -53,6 +53,10 @@ def main(
     ] = False,
 ) -> None:
     """iosets: analyze I/O rhythms, recommend sets and priorities, replay policies."""
+
+
+def _print_json(data: dict) -> None:
+    sys.stdout.write(json.dumps(data) + "\n")
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -138,21 +142,13 @@ def replay(
     try:
         result = replay_phases(read_workload(workload), policy)
         if timeline is not None:
-            _write_table(result.timeline, timeline)
+            write_frame(result.timeline, timeline)
     except (IosetsError, ValueError) as exc:
         raise _fail(exc) from None
     metrics = result.metrics.to_dict()
     if as_json:
-        sys.stdout.write(json.dumps(metrics) + "\n")
-        return
+        return _print_json(metrics)
     out.print(_metrics_table(f"{workload} ({result.n_events} events)", [(policy, metrics)], None))
-
-
-def _write_table(frame: pl.DataFrame, path: Path) -> None:
-    if path.suffix not in (".parquet", ".csv"):
-        raise IosetsError(f"{path}: expected a .parquet or .csv file name")
-    with atomic_path(path) as tmp:
-        frame.write_parquet(tmp) if path.suffix == ".parquet" else frame.write_csv(tmp)
 
 
 def _parse_pairs(items: list[str] | None, option: str, convert) -> dict:
@@ -203,8 +199,7 @@ def replay_requests_command(
         raise _fail(exc) from None
     metrics = result.metrics.to_dict()
     if as_json:
-        sys.stdout.write(json.dumps(metrics) + "\n")
-        return
+        return _print_json(metrics)
     table = Table(title=f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units")
     for column in ("class", "bytes", "requests", "share", "throughput MB/s", "p50 ms", "p99 ms"):
         table.add_column(column, justify="left" if column == "class" else "right")
@@ -234,7 +229,7 @@ def experiment(
             name, seeds=seeds, points=chosen, progress=lambda it: track(it, description=f"{name}", console=err, transient=True)
         )
         path = out_dir / f"{name}.csv"
-        _write_table(results, path)
+        write_frame(results, path)
         reference = EXPERIMENT_REFERENCE[name]
         summary = summarize_experiment(results, reference=reference)
     except (IosetsError, ValueError) as exc:

@@ -1,5 +1,5 @@
 """Analyzer: traces (Darshan, block traces, ops tables) into the jobs table."""
 
-from ._ops import read_ops, write_ops
+from ._ops import OPS_SCHEMA, read_ops, write_ops
 
-__all__ = ["read_ops", "write_ops"]
+__all__ = ["OPS_SCHEMA", "read_ops", "write_ops"]

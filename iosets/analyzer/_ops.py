@@ -4,7 +4,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .._io import atomic_path
+from .._io import write_frame
 from ..errors import InputError
 
 OPS_SCHEMA = {
@@ -15,7 +15,9 @@ OPS_SCHEMA = {
     "size": pl.Int64,
     "start": pl.Float64,
     "end": pl.Float64,
+    "file": pl.String,
 }
+"""Column types of the ops table; ``end`` and ``file`` are optional."""
 REQUIRED = ("job_id", "rank", "op", "offset", "size", "start")
 
 
@@ -31,13 +33,13 @@ def read_ops(path) -> pl.DataFrame:
         if path.suffix == ".parquet":
             frame = pl.read_parquet(path)
         else:
-            frame = pl.read_csv(path, schema_overrides={**OPS_SCHEMA, "file": pl.String, "job_id": pl.String})
+            frame = pl.read_csv(path, schema_overrides=OPS_SCHEMA)
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a readable ops table ({first})") from None
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
-        raise InputError(f"{path}: missing columns {missing}; expected {list(OPS_SCHEMA)}")
+        raise InputError(f"{path}: missing columns {missing}; expected {list(REQUIRED)}")
     if "end" not in frame.columns:
         frame = frame.with_columns(pl.lit(None, pl.Float64).alias("end"))
     try:
@@ -48,7 +50,4 @@ def read_ops(path) -> pl.DataFrame:
 
 def write_ops(ops: pl.DataFrame, path) -> Path:
     """Write an ops table atomically as ``.csv`` or ``.parquet``."""
-    path = Path(path)
-    with atomic_path(path) as tmp:
-        ops.write_parquet(tmp) if path.suffix == ".parquet" else ops.write_csv(tmp)
-    return path
+    return write_frame(ops, path)

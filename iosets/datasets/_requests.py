@@ -4,19 +4,10 @@ import numpy as np
 import polars as pl
 
 from .._validation import check_count, check_positive
+from ..analyzer import OPS_SCHEMA
 from ..errors import InputError
 from ..workload import Workload
 
-OPS_SCHEMA = {
-    "job_id": pl.String,
-    "rank": pl.Int64,
-    "op": pl.String,
-    "offset": pl.Int64,
-    "size": pl.Int64,
-    "start": pl.Float64,
-    "end": pl.Float64,
-    "file": pl.String,
-}
 
 
 def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
