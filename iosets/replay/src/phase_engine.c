@@ -16,6 +16,7 @@ typedef struct {
     int32_t *head, *tail;/* [n_sets] waiting queue of each set */
     int32_t *performer;  /* [n_sets] performing job or -1 */
     int32_t *dirty;      /* sets that may admit at the current date */
+    int32_t *requests;   /* [n_jobs] jobs whose compute ends at the current date */
     char *is_dirty;      /* [n_sets] */
     int32_t n_dirty;
     double now;          /* date of the last processed event */
@@ -76,14 +77,9 @@ static void finish_io(engine *e, int32_t job)
         start_compute(e, job);
 }
 
-static void request_io(engine *e, int32_t job)
+/* Queues the job's I/O request in its set's FCFS queue. */
+static void enqueue_request(engine *e, int32_t job)
 {
-    int64_t k = e->phase[job];
-    if (e->in->io_bytes[k] == 0) { /* nothing to move: no need to wait for the set */
-        e->out->io_start[k] = e->now;
-        finish_io(e, job);
-        return;
-    }
     int32_t set = e->in->set[job];
     e->next_wait[job] = -1;
     if (e->tail[set] < 0)
@@ -153,6 +149,26 @@ static void fire_probes(engine *e, double until)
     }
 }
 
+/* Dates closer than this (relative) are one date: the virtual clock's rounding
+ * must not reorder events that coincide in exact arithmetic. */
+#define SAME_DATE 1e-9
+
+static double same_date_limit(double date)
+{
+    return date + SAME_DATE * (fabs(date) > 1.0 ? fabs(date) : 1.0);
+}
+
+/* Inserts `job` into the sorted array `jobs` of `count` entries (a date rarely has many). */
+static void insert_sorted(int32_t *jobs, int32_t count, int32_t job)
+{
+    int32_t i = count;
+    while (i > 0 && jobs[i - 1] > job) {
+        jobs[i] = jobs[i - 1];
+        i--;
+    }
+    jobs[i] = job;
+}
+
 /* Processes every event at the next date; returns 0 when nothing is left. */
 static int engine_step(engine *e)
 {
@@ -161,12 +177,16 @@ static int engine_step(engine *e)
     double date = t_io < t_cpu ? t_io : t_cpu;
     if (date == INFINITY)
         return 0;
+    double limit = same_date_limit(date);
     fire_probes(e, date);
-    if (t_io <= t_cpu) { /* every I/O completion at this date, first */
-        double tag = e->io.items[0].key;
-        e->now = date;
-        e->vclock = tag;
-        while (e->io.size > 0 && e->io.items[0].key <= tag) {
+    if (e->io.size > 0) /* the virtual clock at `date`, exact when an I/O ends first */
+        e->vclock = t_io <= t_cpu ? e->io.items[0].key
+                                  : e->vclock + (date - e->now) * e->in->bandwidth / e->sum_priority;
+    double tag_limit = e->io.size > 0
+        ? e->vclock + (limit - date) * e->in->bandwidth / e->sum_priority : -INFINITY;
+    e->now = date;
+    if (t_io <= limit) { /* every I/O completion at this date, first */
+        while (e->io.size > 0 && e->io.items[0].key <= tag_limit) {
             int32_t job = heap_pop(&e->io).id;
             int32_t set = e->in->set[job];
             e->performer[set] = -1;
@@ -175,16 +195,24 @@ static int engine_step(engine *e)
             e->out->n_events++;
         }
         recompute_sum_priority(e);
-    } else {
-        if (e->io.size > 0)
-            e->vclock += (date - e->now) * e->in->bandwidth / e->sum_priority;
-        e->now = date;
     }
-    /* then every compute completion: the job requests I/O */
-    while (e->compute.size > 0 && e->compute.items[0].key <= e->now) {
-        request_io(e, heap_pop(&e->compute).id);
+    /* then every compute completion: the job requests I/O; a zero-byte I/O phase
+     * ends at once (its next compute may end at this date too); the requests of
+     * one date enter their sets' queues in job order */
+    int32_t n_requests = 0;
+    while (e->compute.size > 0 && e->compute.items[0].key <= limit) {
+        int32_t job = heap_pop(&e->compute).id;
+        int64_t k = e->phase[job];
         e->out->n_events++;
+        if (e->in->io_bytes[k] == 0) {
+            e->out->io_start[k] = e->now;
+            finish_io(e, job);
+        } else {
+            insert_sorted(e->requests, n_requests++, job);
+        }
     }
+    for (int32_t i = 0; i < n_requests; i++)
+        enqueue_request(e, e->requests[i]);
     admit(e);
     return 1;
 }
@@ -200,6 +228,7 @@ static void engine_free(engine *e)
     free(e->performer);
     free(e->dirty);
     free(e->is_dirty);
+    free(e->requests);
 }
 
 static int engine_init(engine *e, const pe_input *in, pe_output *out)
@@ -214,8 +243,9 @@ static int engine_init(engine *e, const pe_input *in, pe_output *out)
     e->performer = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
     e->dirty = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
     e->is_dirty = calloc((size_t)(ns > 0 ? ns : 1), 1);
+    e->requests = malloc(sizeof(int32_t) * (size_t)(nj > 0 ? nj : 1));
     if (!ok || !e->phase || !e->next_wait || !e->head || !e->tail || !e->performer ||
-        !e->dirty || !e->is_dirty)
+        !e->dirty || !e->is_dirty || !e->requests)
         return 0;
     for (int32_t s = 0; s < ns; s++)
         e->head[s] = e->tail[s] = e->performer[s] = -1;
