@@ -19,7 +19,7 @@ import numpy as np
 
 from iosets.replay import SCHEDULERS, Device, RequestTrace, replay_requests
 
-TARGETS = {"fcfs": 10e6, "time-order": 10e6, "wfq": 10e6, "iosets-wfq": 10e6, "rbfq": 5e6}
+TARGETS = {"fcfs": 10e6, "time-order": 10e6, "wfq": 10e6, "rbfq": 5e6}
 CLIENTS = {"rbfq": 1000}  # classes per scheduler; 4 otherwise
 
 

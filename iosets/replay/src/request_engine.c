@@ -77,8 +77,8 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     e->last_end[server] = rq->offset[last] + (int64_t)rq->size[last];
     if (dev->iops > 0)
         return 1.0 / dev->iops;
-    double bytes = 0;
-    for (int64_t j = 0; j < k; j++)
+    double bytes = rq->size[first];
+    for (int64_t j = 1; j < k; j++)
         bytes += rq->size[reqs[j]];
     return dev->overhead + bytes / dev->bandwidth + (contiguous ? 0.0 : dev->seek);
 }
@@ -109,7 +109,9 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
     while (ops->unbounded_depth || e->outstanding[server] < ctx->device->queue_depth) {
         double wake = INFINITY;
         int64_t k = ops->pick(s, server, now, e->buffer, MAX_UNIT, &wake);
-        if (k <= 0) {
+        if (k < 0)
+            return RE_NOMEM;
+        if (k == 0) {
             if (wake < INFINITY)
                 heap_push(&e->wake, wake > now ? wake : now, server);
             return RE_OK;

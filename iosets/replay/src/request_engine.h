@@ -72,7 +72,8 @@ typedef struct {
     void (*enqueue)(re_sched *s, int32_t server, int64_t req, double now);
     /* Writes up to `max` requests of one unit to `out` and returns how many;
      * 0 when nothing may go now, with *wake the earliest date something might
-     * (left at INFINITY when only an arrival or a completion can help). */
+     * (left at INFINITY when only an arrival or a completion can help);
+     * -1 when the scheduler ran out of memory. */
     int64_t (*pick)(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake);
     /* A unit of `count` requests ends: dispatched at `dispatched`, served from `started` to `now`. */
     void (*complete)(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,

@@ -7,48 +7,47 @@
 #include "sched_queue.h"
 
 struct re_sched {
-    int64_t *next;
-    req_queue *queue; /* [n_servers] */
+    req_ring *queue; /* [n_servers] */
+    int32_t n_servers;
+    int failed;      /* out of memory in enqueue */
 };
 
 static re_sched *fifo_create(const re_context *ctx, int *rc, int64_t *bad)
 {
     re_sched *s = calloc(1, sizeof(re_sched));
     int32_t ns = ctx->rq->n_servers;
-    if (s != NULL) {
-        s->next = malloc(sizeof(int64_t) * (size_t)(ctx->rq->n > 0 ? ctx->rq->n : 1));
-        s->queue = malloc(sizeof(req_queue) * (size_t)(ns > 0 ? ns : 1));
-    }
-    if (s == NULL || s->next == NULL || s->queue == NULL) {
-        if (s != NULL) {
-            free(s->next);
-            free(s->queue);
-            free(s);
-        }
+    if (s != NULL)
+        s->queue = calloc((size_t)(ns > 0 ? ns : 1), sizeof(req_ring));
+    if (s == NULL || s->queue == NULL) {
+        free(s);
         *rc = RE_NOMEM;
         return NULL;
     }
-    rq_init(s->queue, ns);
+    s->n_servers = ns;
     return s;
 }
 
 static void fifo_destroy(re_sched *s)
 {
-    free(s->next);
+    for (int32_t i = 0; i < s->n_servers; i++)
+        ring_free(&s->queue[i]);
     free(s->queue);
     free(s);
 }
 
 static void fifo_enqueue(re_sched *s, int32_t server, int64_t req, double now)
 {
-    rq_push(&s->queue[server], s->next, req);
+    if (!ring_push(&s->queue[server], req))
+        s->failed = 1;
 }
 
 static int64_t fifo_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
 {
-    if (s->queue[server].head < 0)
+    if (s->failed)
+        return -1;
+    if (s->queue[server].count == 0)
         return 0;
-    out[0] = rq_pop(&s->queue[server], s->next);
+    out[0] = ring_pop(&s->queue[server]);
     return 1;
 }
 

@@ -13,8 +13,10 @@ struct re_sched {
     const re_requests *rq;
     const double *weight; /* [n_classes] bytes per round */
     int32_t n_classes;
-    int64_t *next;        /* [n] queue links */
-    req_queue *queue;     /* [n_servers * n_classes] */
+    int64_t *next;        /* [n] links of the phases' waiting requests */
+    req_ring *queue;      /* [n_servers * n_classes] */
+    int64_t n_queues;
+    int failed;           /* out of memory in enqueue */
     double *amount;       /* [n_servers * n_classes] bytes left in the current round */
     double *credit;       /* [n_servers * n_classes] */
     char *in_round;       /* [n_servers * n_classes] */
@@ -32,6 +34,8 @@ struct re_sched {
 
 static void wfq_destroy(re_sched *s)
 {
+    for (int64_t q = 0; s->queue != NULL && q < s->n_queues; q++)
+        ring_free(&s->queue[q]);
     free(s->next);
     free(s->queue);
     free(s->amount);
@@ -73,7 +77,8 @@ static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *
     s->n_classes = rq->n_classes;
     s->exclusive = exclusive;
     s->next = malloc(sizeof(int64_t) * at_least_one(rq->n));
-    s->queue = malloc(sizeof(req_queue) * at_least_one(nq));
+    s->queue = calloc(at_least_one(nq), sizeof(req_ring));
+    s->n_queues = nq;
     s->amount = calloc(at_least_one(nq), sizeof(double));
     s->credit = calloc(at_least_one(nq), sizeof(double));
     s->in_round = calloc(at_least_one(nq), 1);
@@ -94,7 +99,6 @@ static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *
         *rc = RE_NOMEM;
         return NULL;
     }
-    rq_init(s->queue, nq);
     if (exclusive) {
         rq_init(s->phase_wait, rq->n_phases);
         rq_init(s->set_wait, rq->n_classes);
@@ -120,7 +124,8 @@ static re_sched *iosets_create(const re_context *ctx, int *rc, int64_t *bad)
 static void to_wfq_queue(re_sched *s, int64_t req)
 {
     int32_t server = s->rq->server[req];
-    rq_push(&s->queue[(int64_t)server * s->n_classes + s->rq->cls[req]], s->next, req);
+    if (!ring_push(&s->queue[(int64_t)server * s->n_classes + s->rq->cls[req]], req))
+        s->failed = 1;
     s->pending[server]++;
 }
 
@@ -158,6 +163,8 @@ static void iosets_enqueue(re_sched *s, int32_t server, int64_t req, double now)
 
 static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
 {
+    if (s->failed)
+        return -1;
     if (s->pending[server] == 0)
         return 0;
     int64_t base = (int64_t)server * s->n_classes;
@@ -168,16 +175,16 @@ static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, i
             s->amount[q] = s->weight[c] + s->credit[q];
             s->in_round[q] = 1;
         }
-        int64_t head = s->queue[q].head;
+        int64_t head = ring_peek(&s->queue[q]);
         if (head >= 0 && s->amount[q] - s->rq->size[head] >= 0) {
-            out[0] = rq_pop(&s->queue[q], s->next);
+            out[0] = ring_pop(&s->queue[q]);
             s->amount[q] -= s->rq->size[head];
             s->pending[server]--;
             return 1;
         }
         s->credit[q] = head >= 0 ? s->amount[q] : 0;
         s->in_round[q] = 0;
-        s->current[server] = (c + 1) % s->n_classes;
+        s->current[server] = c + 1 == s->n_classes ? 0 : c + 1;
     }
 }
 
