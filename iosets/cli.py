@@ -15,7 +15,7 @@ from rich.table import Table
 
 from . import __version__
 from ._io import write_frame
-from .datasets import FIGURES, figure_seed, make_figure_workload, make_iosets_workload
+from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
 from .analyzer import read_ops
 from .replay import (
@@ -23,6 +23,7 @@ from .replay import (
     POLICIES,
     SCHEDULERS,
     Device,
+    backlogged_shares,
     replay_phases,
     replay_requests,
     run_experiment,
@@ -249,7 +250,8 @@ def experiment(
 
 @app.command()
 def demo() -> None:
-    """Generate a Fig. 6 workload, replay it under the reference policies, compare them."""
+    """Replay a Fig. 6 workload under the reference policies, then a three-set request trace
+    under fcfs, wfq and rbfq."""
     workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
     out.print(
         f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
@@ -259,3 +261,26 @@ def demo() -> None:
     out.print(_metrics_table("Phase-level replay (C engine)", rows, "fair-share"))
     bound = 1 - 0.8 / workload.n_jobs
     out.print(f"Utilization upper bound 1 - omega/N = {bound:.4f}")
+    out.print(_request_demo_table())
+
+
+def _request_demo_table() -> Table:
+    """Shares of three backlogged sets (SET-10 priorities 1, 0.1, 0.01) under three schedulers."""
+    ops = make_backlogged_requests(30_000, 3, size_range=(65536, 65536), random_state=0)
+    sets = ["c0", "c1", "c2"]
+    weights = dict(zip(sets, [100 * 65536, 10 * 65536, 65536]))
+    device = Device(seek=0.0)
+    runs = {
+        "fcfs": replay_requests(ops, "fcfs", device=device),
+        "wfq": replay_requests(ops, "wfq", weights=weights, device=device),
+        "rbfq": replay_requests(
+            ops, "rbfq", weights=dict(zip(sets, [100, 10, 1])), reservations={"c2": 1000}, device=device
+        ),
+    }
+    table = Table(title="Request-level replay: byte shares while all three sets are backlogged")
+    table.add_column("scheduler")
+    for label in ("set 0 (p=1)", "set 1 (p=0.1)", "set 2 (p=0.01, rbfq reserves 1000 IO/s)"):
+        table.add_column(label, justify="right")
+    for name, result in runs.items():
+        table.add_row(name, *(f"{100 * share:.1f} %" for share in backlogged_shares(result)))
+    return table

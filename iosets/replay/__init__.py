@@ -5,7 +5,7 @@ from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experim
 from ._metrics import PhaseMetrics
 from ._phase import PhaseReplay, replay_phases
 from ._policies import POLICIES, assign_policy
-from ._request_metrics import RequestMetrics, jain_index, share_error, sliding_shares
+from ._request_metrics import RequestMetrics, backlogged_shares, interval_bytes, jain_index, share_error, sliding_shares
 from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
 from ._trace import RequestTrace
 
@@ -26,6 +26,8 @@ __all__ = [
     "PhaseMetrics",
     "PhaseReplay",
     "assign_policy",
+    "backlogged_shares",
+    "interval_bytes",
     "replay_phases",
     "run_experiment",
     "summarize_experiment",

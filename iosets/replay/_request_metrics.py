@@ -17,7 +17,8 @@ class RequestMetrics:
     classes : polars.DataFrame
         One row per class: ``class``, ``bytes``, ``requests``, ``share`` (of all bytes),
         ``throughput`` (bytes / (last completion - first arrival) of the class),
-        ``latency_p50``, ``latency_p99`` (completion - arrival, s).
+        ``latency_p50``, ``latency_p99`` (completion - arrival, s), ``reservation`` and
+        ``reservation_met`` (null without a reservation).
     aggregate_throughput : float
         All bytes / (last completion - first arrival).
     jain_index : float
@@ -52,8 +53,14 @@ def jain_index(values: np.ndarray) -> float:
     return float(np.sum(values) ** 2 / (values.size * square)) if square > 0 else float("nan")
 
 
-def compute_request_metrics(trace, dispatch, complete, n_units: int, weight: np.ndarray) -> RequestMetrics:
-    """Per-class and global metrics of a replayed trace."""
+def compute_request_metrics(
+    trace, dispatch, complete, n_units: int, weight: np.ndarray, reservation: np.ndarray, *, cost_bytes: bool = False
+) -> RequestMetrics:
+    """Per-class and global metrics of a replayed trace.
+
+    A class with a reservation (> 0, in IOs/s, or bytes/s with ``cost_bytes``) has it
+    met when its rate over its own active span reaches 99 % of it.
+    """
     n_classes = trace.classes.size
     frame = pl.DataFrame(
         {"cls": trace.cls, "size": trace.size, "arrival": trace.arrival, "complete": complete}
@@ -70,10 +77,18 @@ def compute_request_metrics(trace, dispatch, complete, n_units: int, weight: np.
         .sort("cls")
     )
     total = float(trace.size.sum())
+    ids = per_class["cls"].to_numpy()
+    rate = per_class["throughput"] if cost_bytes else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
+    reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
     classes = per_class.with_columns(
-        pl.Series("class", trace.classes[per_class["cls"].to_numpy()]),
+        pl.Series("class", trace.classes[ids]),
         (pl.col("bytes") / total).alias("share"),
-    ).select("class", "bytes", pl.col("requests").cast(pl.Int64), "share", "throughput", "latency_p50", "latency_p99")
+        reserved.alias("reservation"),
+        (rate >= 0.99 * reserved).alias("reservation_met"),
+    ).select(
+        "class", "bytes", pl.col("requests").cast(pl.Int64), "share", "throughput", "latency_p50", "latency_p99",
+        "reservation", "reservation_met",
+    )
     span = float(complete.max() - trace.arrival.min()) if trace.n else 0.0
     normalized = per_class["throughput"].to_numpy() / weight[per_class["cls"].to_numpy()]
     return RequestMetrics(
@@ -89,6 +104,14 @@ def interval_bytes(trace, complete: np.ndarray, start: float, end: float) -> np.
     """Bytes per class completed in [start, end)."""
     inside = (complete >= start) & (complete < end)
     return np.bincount(trace.cls[inside], weights=trace.size[inside], minlength=trace.classes.size)
+
+
+def backlogged_shares(result) -> np.ndarray:
+    """Byte share of each class among the requests completed before the first class completes its last one."""
+    trace, complete = result.trace, result.complete
+    first_done = min(complete[trace.cls == c].max() for c in range(trace.classes.size))
+    done = interval_bytes(trace, complete, -np.inf, first_done + 1e-12 * max(1.0, abs(first_done)))
+    return done / done.sum()
 
 
 def sliding_shares(trace, dispatch: np.ndarray, window: int) -> np.ndarray:

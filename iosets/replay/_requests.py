@@ -21,6 +21,26 @@ SCHEDULER_PARAMS: dict[str, dict[str, float]] = {
     "time-order": {},
     "wfq": {},
     "iosets-wfq": {},
+    # cost_bytes: 1 = a request costs its bytes (reservations, limits in bytes/s), 0 = one IO;
+    # idle_credit: sigma of seed 001 section 3.3, a client back from idle gets global tags from
+    # now - sigma * cost / weight (0 = the plain Figure 5 tags); distributed: 1 = a server charges a
+    # client's global tags with its service at other servers (delta, section 3.2)
+    "rbfq": {"cost_bytes": 0.0, "idle_credit": 0.0, "distributed": 1.0},
+    # FAIRIO (seed 003): cycle_length s; window_cycles r; mode 0 = window history (compensation and
+    # proportional modes), 1 = weight shares every cycle; class_threshold Class_threshold (requests);
+    # storage_load StorageLoad_threshold (units, 0 = the device's queue_depth); compensate_idle 1 =
+    # idleness within the window counts as under-service (the paper forgives it: 0)
+    "fairio": {
+        "cycle_length": 1.0,
+        "window_cycles": 20.0,
+        "mode": 0.0,
+        "class_threshold": 1.0,
+        "storage_load": 0.0,
+        "compensate_idle": 0.0,
+    },
+    # aIOLi (seed 002): quantum_step bytes per scheduling step; max_aggregation bytes per unit;
+    # max_wait s a file may wait for a larger aggregation (AGIOS defaults: 64 KiB, 16 x 64 KiB, 900 us)
+    "aioli": {"quantum_step": 65536.0, "max_aggregation": 1048576.0, "max_wait": 0.0009},
 }
 """Each scheduler's scalar parameters and their defaults, in the order the C side reads them."""
 
@@ -158,5 +178,7 @@ def replay_requests(
         weight, reservation, limit, vector, dispatch, complete, unit,
     )
     seconds = time.perf_counter() - start
-    metrics = compute_request_metrics(trace, dispatch, complete, n_units, weight)
+    metrics = compute_request_metrics(
+        trace, dispatch, complete, n_units, weight, reservation, cost_bytes=bool(params.get("cost_bytes", 0.0))
+    )
     return RequestReplay(trace, dispatch, complete, unit, metrics, weight, seconds)

@@ -124,3 +124,14 @@ def test_bad_device_is_rejected():
     with pytest.raises(InputError, match="--device: expected key=value"):
         Device.from_strings(["depth=3"])
     assert Device.from_strings(["queue_depth=4", "seek=0"]) == Device(queue_depth=4, seek=0.0)
+
+
+def test_reservation_met_is_reported_per_class():
+    ops = ops_of([("a", i * MB, MB, 0) for i in range(50)] + [("b", i * MB, MB, 0) for i in range(50)])
+    r = replay_requests(ops, "time-order", device=Device(iops=100), reservations={"a": 100.0, "b": 60.0})
+    classes = r.metrics.classes
+    # time order serves a first: 50 IOs in 0.5 s -> 100 IO/s; b: 50 IOs over 1.0 s -> 50 IO/s
+    assert classes["reservation"].to_list() == [100.0, 60.0]
+    assert classes["reservation_met"].to_list() == [True, False]
+    r = replay_requests(ops, "time-order", device=Device(iops=100), reservations={"a": 50.0})
+    assert r.metrics.classes["reservation_met"].to_list() == [True, None]

@@ -4,9 +4,13 @@
 #include "request_engine.h"
 
 extern const re_sched_ops sched_fcfs, sched_time_order, sched_wfq, sched_iosets_wfq;
+extern const re_sched_ops sched_fairio, sched_aioli;
+extern const re_sched_ops sched_rbfq;
 
 static const re_sched_ops *const SCHEDULERS[] = {
     &sched_fcfs, &sched_time_order, &sched_wfq, &sched_iosets_wfq,
+    &sched_fairio, &sched_aioli,
+    &sched_rbfq,
 };
 
 const re_sched_ops *re_find_scheduler(const char *name)
