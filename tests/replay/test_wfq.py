@@ -5,17 +5,10 @@ import polars as pl
 import pytest
 
 from iosets.datasets import make_backlogged_requests, make_iosets_workload, make_phase_requests
-from iosets.replay import Device, replay_phases, replay_requests
+from iosets.replay import Device, backlogged_shares, replay_phases, replay_requests
 from iosets.replay._request_metrics import interval_bytes
 
 PLAIN = Device(overhead=0.0, seek=0.0)
-
-
-def backlogged_shares(result):
-    """Byte shares while every class still has requests queued."""
-    first_done = min(result.complete[result.trace.cls == c].max() for c in range(result.trace.classes.size))
-    done = interval_bytes(result.trace, result.complete, 0.0, first_done)
-    return done / done.sum()
 
 
 @pytest.mark.parametrize(
