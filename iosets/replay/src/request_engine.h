@@ -11,6 +11,7 @@
 #ifndef IOSETS_REQUEST_ENGINE_H
 #define IOSETS_REQUEST_ENGINE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum {
@@ -88,6 +89,12 @@ typedef struct {
 } re_output;
 
 const re_sched_ops *re_find_scheduler(const char *name);
+
+/* An allocation count of at least one item (malloc(0) may return NULL). */
+static inline size_t at_least_one(int64_t n)
+{
+    return (size_t)(n > 0 ? n : 1);
+}
 
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index);
 

@@ -96,11 +96,6 @@ static void aioli_destroy(re_sched *s)
     free(s);
 }
 
-static size_t at_least_one(int64_t n)
-{
-    return (size_t)(n > 0 ? n : 1);
-}
-
 static uint64_t mix(uint64_t x)
 {
     x ^= x >> 33;

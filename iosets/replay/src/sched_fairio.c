@@ -105,11 +105,6 @@ static void fairio_destroy(re_sched *s)
     free(s);
 }
 
-static size_t at_least_one(int64_t n)
-{
-    return (size_t)(n > 0 ? n : 1);
-}
-
 /* Index of the first bad parameter, or -1. */
 static int check_params(const re_context *ctx)
 {

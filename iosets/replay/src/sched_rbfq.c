@@ -187,11 +187,6 @@ static void rbfq_destroy(re_sched *s)
     free(s);
 }
 
-static size_t at_least_one(int64_t n)
-{
-    return (size_t)(n > 0 ? n : 1);
-}
-
 static int compare_keys(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -52,11 +52,6 @@ static void wfq_destroy(re_sched *s)
     free(s);
 }
 
-static size_t at_least_one(int64_t n)
-{
-    return (size_t)(n > 0 ? n : 1);
-}
-
 static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *bad)
 {
     const re_requests *rq = ctx->rq;
