@@ -259,6 +259,7 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "iosets.replay._engine",
     "C core of iosets.replay: phase-level and request-level event engines.", -1, methods,
+    NULL, NULL, NULL, NULL,
 };
 
 PyMODINIT_FUNC PyInit__engine(void)
