@@ -17,7 +17,7 @@ from . import __version__
 from ._io import write_frame
 from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
-from .analyzer import read_ops
+from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .replay import (
     EXPERIMENT_REFERENCE,
     POLICIES,
@@ -214,6 +214,69 @@ def replay_requests_command(
         f"aggregate {metrics['aggregate_throughput'] / 1e6:.2f} MB/s, Jain {metrics['jain_index']:.3f}, "
         f"mean aggregation {metrics['mean_aggregation_size']:.2f}"
     )
+
+
+@app.command("analyze")
+def analyze_command(
+    paths: Annotated[
+        list[Path] | None, typer.Argument(help="Darshan logs, folders (recursive) or manifests listing logs.")
+    ] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Jobs table (.parquet or .csv).")] = Path(
+        "jobs.parquet"
+    ),
+    ops: Annotated[Path | None, typer.Option("--ops", help="Analyze an ops table (.csv/.parquet) instead.")] = None,
+    workers: Annotated[int | None, typer.Option(help="Processes on this machine (default: all cores).")] = None,
+    dask: Annotated[str | None, typer.Option(help="Run on Dask: 'local' or a scheduler address.")] = None,
+) -> None:
+    """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table."""
+    try:
+        if ops is not None:
+            jobs = analyze_ops(read_ops(ops))
+            write_frame(jobs, output)
+            err.print(f"wrote {output}: {jobs.height} jobs from {ops}")
+            return
+        if not paths:
+            raise IosetsError("give Darshan logs, folders or manifests, or --ops FILE")
+        result = analyze(
+            paths,
+            workers=workers,
+            dask=dask,
+            progress=lambda it, total: track(it, total=total, description="analyzing", console=err),
+        )
+        write_frame(result.jobs, output)
+        if result.errors.height:
+            errors_path = output.with_name(output.stem + ".errors" + output.suffix)
+            write_frame(result.errors, errors_path)
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    err.print(f"wrote {output}: {result.jobs.height} jobs")
+    if result.errors.height:
+        err.print(f"[yellow]{result.errors.height} logs failed[/], listed in {errors_path}:")
+        for row in result.errors.head(5).iter_rows(named=True):
+            err.print(f"  {row['reason']}", highlight=False)
+
+
+@app.command()
+def ingest(
+    path: Annotated[Path, typer.Argument(help="A Darshan log (DXT) or a block trace.")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Ops table (.parquet or .csv).")],
+    trace_format: Annotated[
+        str, typer.Option("--format", help="auto, blkparse, msr, spc or ops (block traces).")
+    ] = "auto",
+    class_by: Annotated[str, typer.Option(help="Block traces: device, process, host or asu.")] = "device",
+) -> None:
+    """Write the ops table of one trace."""
+    try:
+        if path.suffix == ".darshan":
+            ops = read_darshan(path).ops
+            if ops is None:
+                raise IosetsError(f"{path}: no DXT module, so no request-level trace (try `iosets analyze`)")
+        else:
+            ops = read_blocktrace(path, format=trace_format, class_by=class_by)
+        write_frame(ops, output)
+    except (IosetsError, ValueError) as exc:
+        raise _fail(exc) from None
+    err.print(f"wrote {output}: {ops.height} requests")
 
 
 @app.command()

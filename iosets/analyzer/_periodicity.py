@@ -1,0 +1,531 @@
+"""Period detection of an application's I/O: DFT with harmonic scoring, cross-checked by phase segmentation."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from .._validation import check_positive
+from ..errors import InputError
+
+__all__ = ["Periodicity", "periodicity", "periodicity_from_signal"]
+
+_MAX_BINS = 1 << 20
+_MIN_BINS = 1 << 12
+_N_HARMONICS = 8  # harmonics scored together when choosing the fundamental
+_MAX_REFINE_HARMONICS = 64  # harmonics used to refine the fundamental below bin resolution
+_AGREE_TOL = 0.10  # DFT and segmentation periods agree fully within this relative difference
+_CV_SCALE = 0.40  # spacing coefficient of variation at which segmentation confidence is exp(-1)
+_DFT_WEIGHT = 0.25  # share of the confidence that depends on the DFT agreeing with segmentation
+_MIN_JUMP = 3.0  # idle gaps between phases are at least this many times longer than gaps inside
+_MAX_IDLE_SPREAD = 100.0  # longest / shortest idle gap between phases, at most
+_MAX_COVERAGE = 0.5  # a harmonic comb over more of the spectrum than this is not evidence
+
+
+@dataclass(frozen=True)
+class Periodicity:
+    """Periodic I/O behaviour of one application."""
+
+    w_iter: float | None
+    """Characteristic time (s): mean time between starts of consecutive I/O phases; None if not periodic."""
+    alpha_io: float
+    """Fraction of the time span the application spends in I/O phases (0..1)."""
+    n_phases: int
+    """Number of I/O phases found by segmentation."""
+    confidence: float
+    """Confidence (0..1) that the application is periodic with period ``w_iter``."""
+    periodic: bool
+    """True if ``confidence >= min_confidence`` and a period was found."""
+
+
+# ----------------------------------------------------------------------------- signal
+
+
+def _bin_bandwidth(
+    start: np.ndarray, end: np.ndarray, size: np.ndarray, n_bins: int, dt: float
+) -> np.ndarray:
+    """Bytes per second in each bin, each request's bytes spread evenly over its [start, end] interval."""
+    pos0 = start / dt
+    pos1 = end / dt
+    i0 = np.minimum(np.floor(pos0).astype(np.int64), n_bins - 1)
+    i1 = np.minimum(np.floor(pos1).astype(np.int64), n_bins - 1)
+    dur = pos1 - pos0
+    same = i0 == i1
+    out = np.bincount(i0[same], weights=size[same], minlength=n_bins).astype(np.float64)
+    if not same.all():
+        s, i0, i1, p0, p1 = size[~same], i0[~same], i1[~same], pos0[~same], pos1[~same]
+        rate = s / dur[~same]  # bytes per bin width
+        out += np.bincount(i0, weights=rate * (i0 + 1 - p0), minlength=n_bins)
+        out += np.bincount(i1, weights=rate * np.minimum(p1 - i1, 1.0), minlength=n_bins)
+        inner = i1 > i0 + 1  # whole bins in between get ``rate`` each: difference array
+        diff = np.bincount(i0[inner] + 1, weights=rate[inner], minlength=n_bins + 1)
+        diff -= np.bincount(i1[inner], weights=rate[inner], minlength=n_bins + 1)
+        out += np.cumsum(diff)[:n_bins]
+    return out / dt
+
+
+# ----------------------------------------------------------------------------- DFT
+
+
+@dataclass(frozen=True)
+class _Spectral:
+    period: float | None
+    comb: float  # 0..1: excess share of spectral energy explained by the harmonic comb
+
+
+def _refine(power: np.ndarray, k: int) -> float:
+    """Fundamental (in bins, below bin resolution) from the interpolated peaks of its significant harmonics."""
+    half = len(power) - 1
+    logp = np.log(power + power.max() * 1e-30)
+    noise = float(np.partition(power[1:], half // 2)[half // 2])  # median
+    f = float(k)
+    num = den = 0.0
+    lo_h = 1
+    for hi_h, w in (
+        (4, 1),
+        (16, 2),
+        (_MAX_REFINE_HARMONICS, 4),
+    ):  # stages: f gets sharper, windows reach further
+        h = np.arange(lo_h, min(hi_h, int((half - w - 1) / f)) + 1)
+        lo_h = hi_h + 1
+        if len(h) == 0:
+            break
+        idx = np.rint(h * f).astype(np.int64)[:, None] + np.arange(-w, w + 1)[None, :]
+        idx = np.minimum(np.maximum(idx, 1), half - 1)
+        p = idx[np.arange(len(h)), np.argmax(power[idx], axis=1)]
+        keep = (power[p] >= 10.0 * noise) | (h == 1)
+        h, p = h[keep], p[keep]
+        if len(h) == 0 or (
+            len(h) == 1 and h[0] == 1
+        ):  # no significant harmonic in this stage: stop
+            if len(h) == 0:
+                break
+            stop = True
+        else:
+            stop = False
+        a, b, c = logp[p - 1], logp[p], logp[p + 1]
+        curv = a - 2.0 * b + c
+        shift = np.where(curv < 0, 0.5 * (a - c) / np.where(curv < 0, curv, -1.0), 0.0)
+        weight = power[p]
+        num += float(np.sum(weight * h * (p + shift)))
+        den += float(np.sum(weight * h * h))
+        f = num / den
+        if stop:
+            break
+    return f
+
+
+def _spectral_period(signal: np.ndarray, dt: float) -> _Spectral:
+    """Fundamental period of a binned bandwidth signal from its harmonic-scored power spectrum."""
+    n = len(signal)
+    x = signal - signal.mean()
+    spectrum = np.fft.rfft(x)
+    power = spectrum.real**2 + spectrum.imag**2
+    power[0] = 0.0
+    half = len(power) - 1
+    k_max = half // 2  # period of at least 4 bins
+    if k_max < 2 or power.sum() <= 0:
+        return _Spectral(None, 0.0)
+    score = np.zeros(k_max + 1)
+    spread = power.copy()  # running maximum over +-r bins, r growing with the harmonic order
+    for h in range(1, _N_HARMONICS + 1):
+        r = h // 2  # true h*f lies within h/2 bins of h*k
+        if h > 1 and h % 2 == 0:
+            np.maximum(spread[r:], power[:-r], out=spread[r:])
+            np.maximum(spread[:-r], power[r:], out=spread[:-r])
+        comb = spread[::h][: k_max + 1]  # spread at h*k for k = 0, 1, ...
+        score[: len(comb)] += comb / h
+    score[:2] = 0.0  # at least two periods in the trace
+    best = int(np.argmax(score))
+    if score[best] <= 0:
+        return _Spectral(None, 0.0)
+    peak = power[max(best - 1, 1) : best + 2].max()
+    for m in range(
+        6, 1, -1
+    ):  # octave errors: a sub-multiple that scores as well and has its own peak
+        lo, hi = max(2, int(best / m) - 1), int(best / m) + 2
+        if lo < hi and score[lo:hi].max() >= 0.9 * score[best]:
+            cand = lo + int(np.argmax(score[lo:hi]))
+            if power[max(cand - 1, 1) : cand + 2].max() >= 0.3 * peak:
+                best = cand
+                break
+    f = _refine(power, best)
+    if f <= 0:
+        return _Spectral(None, 0.0)
+    # comb energy: share of power within one bin of the harmonics, minus the share expected by chance
+    orders = np.arange(1, int(half / f) + 1)
+    mask = np.zeros(half + 1, dtype=bool)
+    pos = orders * f
+    mask[np.minimum(np.floor(pos).astype(np.int64), half)] = (
+        True  # the two bins around each harmonic
+    )
+    mask[np.minimum(np.ceil(pos).astype(np.int64), half)] = True
+    coverage = mask[1:].mean()
+    share = power[mask].sum() / power[1:].sum()
+    # a comb that covers much of the spectrum explains nothing
+    comb = (
+        0.0
+        if coverage > _MAX_COVERAGE
+        else min(1.0, max(0.0, float((share - coverage) / (1.0 - coverage))))
+    )
+    return _Spectral(n * dt / f, comb)
+
+
+# ----------------------------------------------------------------------------- segmentation
+
+
+@dataclass(frozen=True)
+class _Segments:
+    starts: np.ndarray  # start of each I/O phase
+    ends: np.ndarray  # end of each I/O phase
+    clear: bool  # idle gaps are clearly longer than the gaps inside phases
+
+
+def _merge(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Union of intervals as sorted, disjoint runs."""
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    reach = np.maximum.accumulate(e)
+    new = np.empty(len(s), dtype=bool)
+    new[0] = True
+    new[1:] = s[1:] > reach[:-1]
+    first = np.flatnonzero(new)
+    last = np.r_[first[1:] - 1, len(s) - 1]
+    return s[first], reach[last]
+
+
+def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | None) -> _Segments:
+    """Group activity runs into I/O phases separated by idle gaps longer than a data-derived threshold.
+
+    The threshold sits at the largest ratio between consecutive gap lengths; without a clear break
+    (< 3x) it is a tenth of ``period`` if one is given.
+    """
+    gaps = run_s[1:] - run_e[:-1]
+    if len(gaps) == 0:
+        return _Segments(run_s[:1], run_e[-1:], False)
+    floor = max(span * 1e-9, 1e-12)
+    desc = np.sort(gaps)[::-1]
+    logs = np.log(np.r_[desc, floor])
+    jumps = logs[:-1] - logs[1:]  # jumps[i]: ratio of the (i+1)-th longest gap to the next one
+    jumps[desc < desc[0] / _MAX_IDLE_SPREAD] = -np.inf  # idle gaps: a bounded ratio to the longest
+    cut = int(np.argmax(jumps))
+    clear = bool(jumps[cut] >= math.log(_MIN_JUMP))
+    if not clear and period is not None:
+        threshold = 0.1 * period
+    else:
+        below = desc[cut + 1] if cut + 1 < len(desc) else floor
+        threshold = math.sqrt(desc[cut] * max(below, floor))
+    split = np.flatnonzero(gaps > threshold)
+    starts = np.r_[run_s[0], run_s[split + 1]]
+    ends = np.r_[run_e[split], run_e[-1]]
+    return _Segments(starts, ends, clear)
+
+
+def _resegment(
+    run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None
+) -> _Segments:
+    """Segmentation redone with a threshold from the DFT period when the gaps show no clear break."""
+    if period is None:
+        return seg
+    if not seg.clear:
+        return _segment(run_s, run_e, span, period)
+    return seg
+
+
+# ----------------------------------------------------------------------------- combination
+
+
+def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float) -> Periodicity:
+    """Cross-check the DFT period with the phase spacing and build the result."""
+    n_phases = len(seg.starts)
+    alpha = min(1.0, max(0.0, float(np.sum(seg.ends - seg.starts)) / span)) if span > 0 else 1.0
+    w_seg = c_seg = None
+    if n_phases >= 3:
+        spacing = np.diff(seg.starts)
+        w_seg = float(spacing.mean())
+        cv = float(spacing.std() / w_seg) if w_seg > 0 else math.inf
+        c_seg = math.exp(-((cv / _CV_SCALE) ** 2))
+    # evidence 1: regular phase spacing, supported by a DFT peak at the same period
+    c_seg_total = 0.0
+    if w_seg is not None and seg.clear:
+        agree = 0.0
+        if spec.period is not None:
+            rel = abs(spec.period - w_seg) / w_seg
+            agree = (
+                1.0 if rel <= _AGREE_TOL else math.exp(-(((rel - _AGREE_TOL) / _AGREE_TOL) ** 2))
+            )
+        c_seg_total = c_seg * (1.0 - _DFT_WEIGHT + _DFT_WEIGHT * agree)
+    # evidence 2: a harmonic comb that explains the spectral energy (strictly periodic I/O, with or without gaps)
+    c_dft = spec.comb if spec.period is not None else 0.0
+    if c_seg_total >= c_dft and c_seg_total > 0:
+        confidence, w_iter = c_seg_total, w_seg
+    elif c_dft > 0:
+        confidence, w_iter = c_dft, spec.period
+    else:
+        confidence, w_iter = 0.0, None
+    confidence = min(1.0, max(0.0, float(confidence)))
+    periodic = w_iter is not None and confidence >= min_confidence
+    return Periodicity(
+        w_iter=float(w_iter) if periodic else None,
+        alpha_io=alpha,
+        n_phases=int(n_phases),
+        confidence=confidence,
+        periodic=bool(periodic),
+    )
+
+
+def _check_confidence(min_confidence) -> float:
+    value = check_positive(min_confidence, "min_confidence", strict=False)
+    if value > 1:
+        raise InputError(f"min_confidence must be in [0, 1], got {min_confidence!r}")
+    return value
+
+
+def _auto_bins(span: float, run_s: np.ndarray, run_e: np.ndarray) -> int:
+    """Number of bins: a few per shortest burst, between 2^12 and 2^20."""
+    lengths = run_e - run_s
+    lengths = lengths[lengths > 0]
+    short = float(np.sort(lengths)[len(lengths) // 20]) if len(lengths) else span / (1 << 16)
+    want = 4.0 * span / max(short, span / _MAX_BINS)
+    return int(min(_MAX_BINS, max(_MIN_BINS, 1 << math.ceil(math.log2(max(want, 1.0))))))
+
+
+def _columns(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """start, end (null -> start) and size of ``ops`` as float64 arrays."""
+    has_end = "end" in ops.columns
+    if all(ops.schema[c] == pl.Float64 for c in ("start", "end") if c in ops.columns) and (
+        not has_end or ops.get_column("end").null_count() == 0
+    ):  # fast path: no cast, no fill
+        start = ops.get_column("start").to_numpy()
+        end = ops.get_column("end").to_numpy() if has_end else start
+        size = ops.get_column("size")
+        if size.dtype.is_numeric():
+            return start, end, size.to_numpy().astype(np.float64, copy=False)
+    end_expr = (
+        pl.col("end").cast(pl.Float64).fill_null(pl.col("start").cast(pl.Float64))
+        if has_end
+        else pl.col("start")
+    )
+    try:
+        cols = ops.select(
+            pl.col("start").cast(pl.Float64),
+            end_expr.cast(pl.Float64).alias("end"),
+            pl.col("size").cast(pl.Float64),
+        )
+    except pl.exceptions.PolarsError as exc:
+        raise InputError(
+            f"ops: start, end and size must be numeric ({str(exc).splitlines()[0]})"
+        ) from None
+    return tuple(
+        np.ascontiguousarray(cols.get_column(c).to_numpy(), dtype=np.float64)
+        for c in ("start", "end", "size")
+    )
+
+
+def periodicity(
+    ops: pl.DataFrame, *, bin_width: float | None = None, min_confidence: float = 0.5
+) -> Periodicity:
+    """Detect the I/O period, I/O time fraction and phases of one job from its ops table.
+
+    Parameters
+    ----------
+    ops : polars.DataFrame
+        Requests of one job (DESIGN.md ops table): ``size`` bytes, ``start`` and ``end`` s
+        (null ``end`` is taken as ``start``).
+    bin_width : float, default=None
+        Width (s) of the bandwidth signal's bins; None chooses a few bins per shortest I/O
+        phase, with 2^12 to 2^20 bins.
+    min_confidence : float, default=0.5
+        Confidence (0..1) needed to declare the job periodic.
+
+    Returns
+    -------
+    Periodicity
+        ``w_iter`` (None unless periodic), ``alpha_io``, ``n_phases``, ``confidence``, ``periodic``.
+
+    Examples
+    --------
+    >>> from iosets.analyzer._periodicity import _make_periodic_ops
+    >>> ops, truth = _make_periodic_ops(60.0, 0.05, 4, n_phases=12, random_state=0)
+    >>> p = periodicity(ops)
+    >>> p.periodic, round(p.w_iter / truth["w_iter"], 6), p.n_phases
+    (True, 1.0, 12)
+    """
+    min_confidence = _check_confidence(min_confidence)
+    if bin_width is not None:
+        bin_width = check_positive(bin_width, "bin_width")
+    if not isinstance(ops, pl.DataFrame):
+        raise InputError(f"ops must be a polars DataFrame, got {type(ops).__name__}")
+    missing = [c for c in ("size", "start") if c not in ops.columns]
+    if missing:
+        raise InputError(f"ops: missing columns {missing}; expected size and start (end optional)")
+    if ops.height == 0:
+        raise InputError("ops: empty table, expected at least one request")
+    if "job_id" in ops.columns and ops.get_column("job_id").n_unique() > 1:
+        jobs = ops.get_column("job_id").unique(maintain_order=True)
+        raise InputError(
+            f"ops: {len(jobs)} jobs ({', '.join(map(str, jobs.head(3)))}, ...); "
+            "expected the requests of one job"
+        )
+    start, end, size = _columns(ops)
+    if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(size).all()):
+        for name, col in (("start", start), ("end", end), ("size", size)):
+            bad = np.flatnonzero(~np.isfinite(col))
+            if len(bad):
+                raise InputError(
+                    f"ops row {bad[0]}: {name} must be a finite number, got {float(col[bad[0]])} (null or not finite)"
+                )
+    if size.min() < 0:
+        bad = int(np.argmax(size < 0))
+        raise InputError(f"ops row {bad}: size must be >= 0 bytes, got {size[bad]:g}")
+    if (end < start).any():
+        bad = int(np.argmax(end < start))
+        raise InputError(
+            f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}"
+        )
+    t0 = float(start.min())
+    start, end = start - t0, end - t0
+    span = float(end.max())
+    if span <= 0 or size.sum() <= 0:
+        return Periodicity(None, 1.0 if span <= 0 else 0.0, 1, 0.0, False)
+    run_s, run_e = _merge(start, end)
+    seg = _segment(run_s, run_e, span, None)
+    if (
+        bin_width is None
+    ):  # a few bins per shortest I/O phase (per shortest activity run if no clear phases)
+        n_bins = (
+            _auto_bins(span, seg.starts, seg.ends) if seg.clear else _auto_bins(span, run_s, run_e)
+        )
+        dt = span / n_bins * (1 + 1e-12)
+    else:
+        dt = bin_width
+        n_bins = math.ceil(span / dt * (1 + 1e-12)) + 1
+        if n_bins > 16 * _MAX_BINS:
+            raise InputError(
+                f"bin_width {bin_width!r} gives {n_bins} bins over {span:g} s; expected at most {16 * _MAX_BINS}"
+            )
+    signal = _bin_bandwidth(start, end, size, n_bins, dt)
+    spec = _spectral_period(signal, dt)
+    seg = _resegment(run_s, run_e, span, seg, spec.period)
+    return _combine(spec, seg, span, min_confidence)
+
+
+def periodicity_from_signal(
+    bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5
+) -> Periodicity:
+    """Detect the I/O period, I/O time fraction and phases from a binned bandwidth signal.
+
+    Parameters
+    ----------
+    bandwidth : numpy.ndarray of shape (n_bins,)
+        Bytes per second in each bin (e.g. Darshan HEATMAP bytes per bin / ``bin_width``).
+    bin_width : float
+        Width of a bin (s).
+    min_confidence : float, default=0.5
+        Confidence (0..1) needed to declare the signal periodic.
+
+    Returns
+    -------
+    Periodicity
+        Phases are runs of bins above 2 % of the peak bandwidth.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> bw = np.tile([1e9] * 4 + [0.0] * 36, 25)
+    >>> p = periodicity_from_signal(bw, 1.0)
+    >>> p.periodic, p.w_iter, p.n_phases, p.alpha_io
+    (True, 40.0, 25, 0.1)
+    """
+    dt = check_positive(bin_width, "bin_width")
+    min_confidence = _check_confidence(min_confidence)
+    try:
+        signal = np.asarray(bandwidth, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError("bandwidth must be a 1-D array of numbers") from None
+    if signal.ndim != 1 or len(signal) == 0:
+        raise InputError(f"bandwidth must be a non-empty 1-D array, got shape {signal.shape}")
+    bad = np.flatnonzero(~np.isfinite(signal) | (signal < 0))
+    if len(bad):
+        raise InputError(
+            f"bandwidth bin {bad[0]}: expected a finite value >= 0, got {float(signal[bad[0]])}"
+        )
+    active = (
+        signal > 0.02 * float(signal.max())
+        if signal.max() > 0
+        else np.zeros(len(signal), dtype=bool)
+    )
+    if not active.any():
+        return Periodicity(None, 0.0, 0, 0.0, False)
+    edges = np.diff(np.r_[0, active.astype(np.int8), 0])
+    run_s = np.flatnonzero(edges == 1) * dt
+    run_e = np.flatnonzero(edges == -1) * dt
+    span = len(signal) * dt
+    spec = _spectral_period(signal, dt)
+    seg = _resegment(run_s, run_e, span, _segment(run_s, run_e, span, None), spec.period)
+    return _combine(spec, seg, span, min_confidence)
+
+
+# ----------------------------------------------------------------------------- synthetic traces
+
+
+def _make_periodic_ops(
+    w_iter: float,
+    duty: float,
+    n_ranks: int = 1,
+    *,
+    n_phases: int = 20,
+    jitter: float = 0.3,
+    requests_per_burst: int = 4,
+    request_gap: float = 0.03,
+    poisson: bool = False,
+    random_state=None,
+) -> tuple[pl.DataFrame, dict]:
+    """Generate the ops of one job with jittered periodic (or Poisson) I/O bursts, and the true values."""
+    rng = np.random.default_rng(random_state)
+    if poisson:
+        spacing = rng.exponential(w_iter, n_phases - 1)
+    else:
+        spacing = w_iter * rng.uniform(1 - jitter, 1 + jitter, n_phases - 1)
+    length = duty * w_iter * rng.uniform(1 - jitter, 1 + jitter, n_phases)
+    first = w_iter * (1 - duty) * rng.uniform(0.5, 1.5)
+    b_start = first + np.r_[0.0, np.cumsum(spacing)]
+    b_end = b_start + length
+    r = requests_per_burst
+    # each rank tiles each burst with r contiguous requests at random cut points
+    cuts = np.sort(rng.uniform(0, 1, (n_phases, n_ranks, r - 1)), axis=2)
+    frac = np.concatenate(
+        [np.zeros((n_phases, n_ranks, 1)), cuts, np.ones((n_phases, n_ranks, 1))], axis=2
+    )
+    t = b_start[:, None, None] + frac * length[:, None, None]
+    s = t[:, :, :-1].ravel()
+    e = t[:, :, 1:].ravel()
+    e = s + (e - s) * rng.uniform(
+        1 - request_gap, 1, len(s)
+    )  # small idle gaps between a rank's requests
+    e[r - 1 :: r] = t[
+        :, :, -1
+    ].ravel()  # a rank's last request ends with the burst, so bursts keep their true end
+    size = np.maximum(1, np.rint((e - s) * rng.uniform(0.5e8, 2e8, len(s)))).astype(np.int64)
+    rank = np.broadcast_to(np.arange(n_ranks)[None, :, None], (n_phases, n_ranks, r)).ravel()
+    ops = pl.DataFrame(
+        {
+            "job_id": ["job0"] * len(s),
+            "rank": rank.astype(np.int64),
+            "op": np.where(rng.uniform(size=len(s)) < 0.5, "read", "write"),
+            "offset": (np.cumsum(size) - size).astype(np.int64),
+            "size": size,
+            "start": s,
+            "end": e,
+        }
+    ).sort("start")
+    merged_s, merged_e = _merge(b_start, b_end)
+    truth = {
+        "w_iter": float(np.diff(b_start).mean()),
+        "alpha_io": float(np.sum(merged_e - merged_s) / (b_end.max() - b_start.min())),
+        "n_phases": len(merged_s),
+    }
+    return ops, truth

@@ -1,0 +1,181 @@
+"""Tests of read_darshan against pydarshan on the logs shipped in the darshan wheel."""
+
+import glob
+import os
+from collections import defaultdict
+
+import numpy as np
+import polars as pl
+import pytest
+
+darshan = pytest.importorskip("darshan")
+
+from iosets.analyzer._darshan import DarshanJob, read_darshan  # noqa: E402
+from iosets.analyzer._ops import OPS_SCHEMA  # noqa: E402
+from iosets.errors import InputError  # noqa: E402
+
+DIR = os.path.dirname(darshan.__file__)
+LOGS = sorted(glob.glob(os.path.join(DIR, "examples", "example_logs", "*.darshan"))
+              + glob.glob(os.path.join(DIR, "tests", "input", "*.darshan")))
+DXT_LOG = os.path.join(DIR, "examples", "example_logs", "dxt.darshan")
+
+
+def _id(path):
+    return os.path.relpath(path, DIR)
+
+
+@pytest.fixture(scope="module")
+def jobs():
+    """read_darshan on every shipped log, once."""
+    return {p: read_darshan(p) for p in LOGS}
+
+
+def test_logs_found():
+    assert len(LOGS) >= 8
+    assert DXT_LOG in LOGS
+
+
+@pytest.mark.parametrize("path", LOGS, ids=_id)
+def test_metadata_matches_pydarshan(path, jobs):
+    job = jobs[path]
+    assert isinstance(job, DarshanJob)
+    report = darshan.DarshanReport(path, read_all=False)
+    ref = report.metadata["job"]
+    exe = report.metadata["exe"].strip()
+    assert job.meta == {
+        "job_id": str(ref["jobid"]),
+        "user": str(ref["uid"]),
+        "app": os.path.basename(exe.split()[0]) if exe else "",
+        "nprocs": ref["nprocs"],
+        "start": ref["start_time_sec"] + ref["start_time_nsec"] * 1e-9,
+        "end": ref["end_time_sec"] + ref["end_time_nsec"] * 1e-9,
+        "runtime": ref["run_time"],
+    }
+    assert isinstance(job.meta["job_id"], str) and isinstance(job.meta["nprocs"], int)
+
+
+@pytest.mark.parametrize("path", LOGS, ids=_id)
+def test_source_and_counters(path, jobs):
+    job = jobs[path]
+    report = darshan.DarshanReport(path, read_all=True)
+    has_dxt = any(m in report.modules for m in ("DXT_POSIX", "DXT_MPIIO"))
+    assert job.source == ("dxt" if has_dxt else "heatmap" if "HEATMAP" in report.modules
+                          else "counters")
+    assert (job.ops is not None) == has_dxt
+    assert job.heatmap is None or job.source == "heatmap"
+    assert job.partial_dxt is False  # no shipped log is partial
+    mod = next((m for m in ("POSIX", "MPI-IO", "STDIO") if m in report.modules), None)
+    assert job.counters["module"] == mod
+    if mod is None:
+        return
+    pre = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}[mod]
+    c = report.records[mod].to_df()["counters"]
+    f = report.records[mod].to_df()["fcounters"]
+    assert job.counters["bytes_read"] == int(c[f"{pre}_BYTES_READ"].clip(lower=0).sum())
+    assert job.counters["bytes_written"] == int(c[f"{pre}_BYTES_WRITTEN"].clip(lower=0).sum())
+    io = sum(f[f"{pre}_F_{k}_TIME"].clip(lower=0).sum() for k in ("READ", "WRITE", "META"))
+    assert job.counters["io_time"] == pytest.approx(io / job.meta["nprocs"])
+    starts = f.filter(like="_START_TIMESTAMP").to_numpy()
+    ends = f.filter(like="_END_TIMESTAMP").to_numpy()
+    if (starts > 0).any():
+        assert job.counters["first_io"] == pytest.approx(starts[starts > 0].min())
+        assert job.counters["last_io"] == pytest.approx(ends[ends > 0].max())
+        assert 0 <= job.counters["first_io"] <= job.counters["last_io"] <= job.meta["runtime"] + 1
+
+
+DXT_LOGS = [p for p in LOGS if "dxt" in os.path.basename(p) or "ior_hdf5" in p]
+
+
+@pytest.mark.parametrize("path", DXT_LOGS, ids=_id)
+def test_dxt_bytes_match_posix_counters(path, jobs):
+    ops = jobs[path].ops
+    assert ops is not None and ops.height > 0
+    assert ops.schema == pl.Schema(OPS_SCHEMA)
+    assert set(ops["op"].unique()) <= {"read", "write"}
+    assert (ops["end"] >= ops["start"]).all() and (ops["start"] >= 0).all()
+    report = darshan.DarshanReport(path, read_all=True)
+    names = report.name_records
+    posix = report.records["POSIX"].to_df()["counters"]
+    want = defaultdict(int)
+    for rid, r, w in zip(posix["id"], posix["POSIX_BYTES_READ"], posix["POSIX_BYTES_WRITTEN"]):
+        want[names[rid]] += int(r) + int(w)
+    got = dict(ops.group_by("file").agg(pl.col("size").sum()).iter_rows())
+    traced = {names[rec["id"]] for rec in report.records["DXT_POSIX"].to_df()}
+    assert set(got) <= traced
+    for name in got:
+        assert got[name] == want[name], name
+
+
+def test_dxt_ops_equal_pydarshan_to_df(jobs):
+    ops = jobs[DXT_LOG].ops
+    report = darshan.DarshanReport(DXT_LOG, read_all=True)
+    rows = []
+    for rec in report.records["DXT_POSIX"].to_df():
+        for op, key in (("write", "write_segments"), ("read", "read_segments")):
+            seg = rec[key]
+            for off, ln, st, en in zip(seg.get("offset", []), seg.get("length", []),
+                                       seg.get("start_time", []), seg.get("end_time", [])):
+                rows.append((rec["rank"], op, off, ln, st, en))
+    assert ops.height == len(rows) == 7623
+    ref = np.array([r[2:] for r in rows], dtype=np.float64)
+    assert ops["rank"].to_list() == [r[0] for r in rows]
+    assert ops["op"].to_list() == [r[1] for r in rows]
+    assert ops["offset"].to_list() == [r[2] for r in rows]
+    assert ops["size"].to_list() == [r[3] for r in rows]
+    np.testing.assert_array_equal(ops["start"].to_numpy(), ref[:, 2])
+    np.testing.assert_array_equal(ops["end"].to_numpy(), ref[:, 3])
+    assert (ops["job_id"] == "1537455").all()
+    assert ops["file"].null_count() == 0
+
+
+def test_dxt_mpiio_used_only_without_posix(jobs):
+    job = jobs[os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan")]
+    report = darshan.DarshanReport(os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan"),
+                                   read_all=True)
+    n_posix = sum(r["write_count"] + r["read_count"] for r in report.records["DXT_POSIX"].to_df())
+    assert job.ops.height == n_posix
+
+
+def test_empty_exe_gives_empty_app(jobs):
+    assert jobs[DXT_LOG].meta["app"] == ""
+
+
+@pytest.mark.parametrize("cut", [200, 3000, -20000, -100])
+def test_truncated_log_raises(tmp_path, cut):
+    data = open(DXT_LOG, "rb").read()
+    bad = tmp_path / "cut.darshan"
+    bad.write_bytes(data[:cut])
+    with pytest.raises(InputError, match=r"cut\.darshan: .*(truncated|header|cannot read)"):
+        read_darshan(bad)
+
+
+@pytest.mark.parametrize("content, reason", [
+    (b"hello, not a darshan log\n" * 10, "not a readable Darshan log"),
+    (b"", "empty file"),
+    (b"BZh91AY&SY" + b"\0" * 100, "a bzip2-compressed file"),
+])
+def test_non_darshan_file_raises(tmp_path, content, reason):
+    bad = tmp_path / "bad.darshan"
+    bad.write_bytes(content)
+    with pytest.raises(InputError, match=rf"bad\.darshan: {reason}"):
+        read_darshan(bad)
+
+
+def test_missing_file_raises(tmp_path):
+    with pytest.raises(InputError, match="nope.darshan: no such file"):
+        read_darshan(tmp_path / "nope.darshan")
+
+
+def test_bad_log_does_not_crash_interpreter(tmp_path):
+    import subprocess
+    import sys
+    data = open(DXT_LOG, "rb").read()
+    bad = tmp_path / "cut.darshan"
+    bad.write_bytes(data[: len(data) // 2])
+    code = ("import sys; from iosets.analyzer._darshan import read_darshan\n"
+            "from iosets.errors import InputError\n"
+            "try: read_darshan(sys.argv[1])\n"
+            "except InputError: print('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
