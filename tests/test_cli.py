@@ -135,3 +135,41 @@ def test_replay_requests_bad_arguments(ops_file, args, message):
     result = runner.invoke(app, ["replay-requests", str(ops_file), *args])
     assert result.exit_code == 1
     assert message in " ".join(result.stderr.split())
+
+
+def test_analyze_writes_jobs_and_errors(tmp_path):
+    import os
+    import shutil
+
+    import darshan
+
+    logs = os.path.join(os.path.dirname(darshan.__file__), "examples", "example_logs")
+    folder = tmp_path / "logs"
+    shutil.copytree(logs, folder)
+    (folder / "broken.darshan").write_text("not a log")
+    out = tmp_path / "jobs.parquet"
+    result = runner.invoke(app, ["analyze", str(folder), "-o", str(out), "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    jobs = pl.read_parquet(out)
+    assert jobs.height == len([f for f in os.listdir(logs) if f.endswith(".darshan")])
+    errors = pl.read_parquet(tmp_path / "jobs.errors.parquet")
+    assert errors["path"].to_list() == [str(folder / "broken.darshan")]
+    assert "1 logs failed" in result.stderr
+
+
+def test_ingest_then_analyze_ops_finds_the_sample_writer(tmp_path):
+    from importlib.resources import files
+
+    sample = files("iosets.datasets.data") / "sample.msr.csv"
+    ops_path, jobs_path = tmp_path / "ops.parquet", tmp_path / "jobs.csv"
+    assert runner.invoke(app, ["ingest", str(sample), "-o", str(ops_path)]).exit_code == 0
+    result = runner.invoke(app, ["analyze", "--ops", str(ops_path), "-o", str(jobs_path)])
+    assert result.exit_code == 0, result.output
+    writer = pl.read_csv(jobs_path).filter(pl.col("job_id") == "hm_1").row(0, named=True)
+    assert writer["w_iter"] == pytest.approx(5.0, rel=0.01)  # 8 x 64 KiB every 5 s
+
+
+def test_analyze_without_inputs_fails_clearly():
+    result = runner.invoke(app, ["analyze"])
+    assert result.exit_code == 1
+    assert "give Darshan logs, folders or manifests, or --ops FILE" in result.stderr
