@@ -29,7 +29,7 @@ from .replay import (
     run_experiment,
     summarize_experiment,
 )
-from .workload import read_workload, write_workload
+from .workload import Workload, read_workload, write_workload
 
 app = typer.Typer(
     help="Decide how a shared parallel file system shares its bandwidth (IO-SETS).",
@@ -313,8 +313,9 @@ def experiment(
 
 @app.command()
 def demo() -> None:
-    """Replay a Fig. 6 workload under the reference policies, then a three-set request trace
-    under fcfs, wfq and rbfq."""
+    """Analyze the sample traces and replay them; replay a Fig. 6 workload under the reference
+    policies; replay a three-set request trace under fcfs, wfq and rbfq."""
+    out.print(_analyzer_demo_table())
     workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
     out.print(
         f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
@@ -325,6 +326,38 @@ def demo() -> None:
     bound = 1 - 0.8 / workload.n_jobs
     out.print(f"Utilization upper bound 1 - omega/N = {bound:.4f}")
     out.print(_request_demo_table())
+
+
+def _analyzer_demo_table() -> Table:
+    """The rhythm of the bundled block traces and of the Darshan logs shipped with pydarshan,
+    then the periodic jobs replayed under SET-10 and FAIR-SHARE."""
+    import darshan
+    from importlib.resources import files
+
+    samples = files("iosets.datasets.data")
+    frames = [
+        analyze_ops(read_blocktrace(samples / name), source=name)
+        for name in ("sample.blkparse.txt", "sample.msr.csv", "sample.spc.csv")
+    ]
+    logs = Path(darshan.__file__).parent / "examples" / "example_logs"
+    frames.append(analyze([logs], workers=1).jobs.with_columns(pl.col("path").str.extract(r"([^/]+)$").alias("source")))
+    jobs = pl.concat([f.drop("path") for f in frames], how="vertical_relaxed")
+    table = Table(title="Analyzer: sample block traces and pydarshan's example logs")
+    for column in ("input", "job", "w_iter s", "alpha_io", "confidence", "phases"):
+        table.add_column(column, justify="left" if column in ("input", "job") else "right")
+    for row in jobs.iter_rows(named=True):
+        table.add_row(
+            row["source"], row["job_id"],
+            "not periodic" if row["w_iter"] is None else f"{row['w_iter']:.2f}",
+            "-" if row["alpha_io"] is None else f"{row['alpha_io']:.4f}",
+            f"{row['w_iter_confidence']:.2f}", "-" if row["n_phases"] is None else str(row["n_phases"]),
+        )
+    workload = Workload.from_jobs(jobs, horizon=2000.0, window=(200.0, 1800.0))
+    metrics = {p: replay_phases(workload, p).metrics for p in ("fair-share", "set-10")}
+    table.caption = f"{workload.n_jobs} periodic jobs replayed for 2000 s: " + ", ".join(
+        f"{p} utilization {m.utilization:.4f} IO-slowdown {m.io_slowdown:.3f}" for p, m in metrics.items()
+    )
+    return table
 
 
 def _request_demo_table() -> Table:

@@ -116,6 +116,32 @@ class Workload:
         }
 
     @classmethod
+    def from_jobs(
+        cls,
+        jobs: pl.DataFrame,
+        *,
+        bandwidth: float = 1e9,
+        horizon: float = 20000.0,
+        window: tuple[float, float] = (6000.0, 14000.0),
+    ) -> Workload:
+        """Periodic jobs from a jobs table: each job with a ``w_iter`` and ``alpha_io`` runs
+        floor(horizon / w_iter) iterations of (1 - alpha_io) w_iter s of compute and
+        alpha_io w_iter B bytes of I/O, released at 0. Jobs without a rhythm are left out."""
+        usable = jobs.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter") > 0) & pl.col("alpha_io").is_not_null())
+        w = usable["w_iter"].to_numpy()
+        alpha = np.clip(usable["alpha_io"].to_numpy(), 0.0, 1.0)
+        n_iter = np.maximum(np.floor(horizon / w), 1).astype(np.int64)
+        job = np.repeat(np.arange(usable.height), n_iter)
+        frame = pl.DataFrame(
+            {"id": usable["job_id"].cast(pl.String), "release": 0.0, "set": None, "priority": None, "w_iter": w, "profile": None},
+            schema=JOB_SCHEMA,
+        )
+        phases = pl.DataFrame(
+            {"job": job, "t_cpu": ((1 - alpha) * w)[job], "io_bytes": (alpha * w * bandwidth)[job]}, schema=PHASE_SCHEMA
+        )
+        return cls(jobs=frame, phases=phases, bandwidth=bandwidth, horizon=horizon, window=window)
+
+    @classmethod
     def from_dict(cls, data: dict, *, source: str = "workload") -> Workload:
         """Build a workload from its JSON form, naming the bad field on error."""
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):

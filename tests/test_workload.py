@@ -76,3 +76,17 @@ def test_with_assignment_fills_set_and_priority(generated):
     wl = generated.with_assignment(np.arange(5), np.full(5, 0.5))
     assert wl.jobs["set"].to_list() == [0, 1, 2, 3, 4]
     assert wl.jobs["priority"].to_list() == [0.5] * 5
+
+
+def test_from_jobs_builds_periodic_phases():
+    import polars as pl
+
+    from iosets import Workload
+
+    jobs = pl.DataFrame({"job_id": ["a", "b", "c"], "w_iter": [10.0, 400.0, None], "alpha_io": [0.1, 0.5, 0.2]})
+    wl = Workload.from_jobs(jobs, bandwidth=1e6, horizon=1000.0, window=(100.0, 900.0))
+    assert wl.jobs["id"].to_list() == ["a", "b"]  # c has no rhythm
+    assert np.bincount(wl.phases["job"].to_numpy()).tolist() == [100, 2]
+    assert wl.phases["t_cpu"].to_list()[0] == pytest.approx(9.0)
+    assert wl.phases["io_bytes"].to_list()[-1] == pytest.approx(200.0 * 1e6)
+    np.testing.assert_allclose(wl.characteristic_times(), [10.0, 400.0])
