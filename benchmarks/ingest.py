@@ -30,7 +30,7 @@ METHODS = {
     ),
 }
 
-CHILD = r'''
+CHILD = r"""
 import json, os, resource, sys, time, tracemalloc
 import numpy, polars, pandas, darshan.backend.cffi_backend  # imports are not part of the cost
 {setup}
@@ -61,7 +61,7 @@ else:
         times.append(time.perf_counter() - t)
     times.sort()
     print(json.dumps({{"segments": n, "median": times[len(times) // 2], "best": times[0]}}))
-'''
+"""
 
 
 def default_log():
@@ -85,8 +85,9 @@ def run(method, path, mode, repeat):
     """Run one method in a fresh interpreter; return its JSON result."""
     setup, body = METHODS[method]
     code = CHILD.format(setup=setup, body=body)
-    out = subprocess.run([sys.executable, "-c", code, path, mode, str(repeat)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, path, mode, str(repeat)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -103,14 +104,15 @@ def main():
         t = run(m, path, "time", args.repeat)
         mem = run(m, path, "mem", 1)
         res[m] = (t, mem)
-        print(f"{m:30s} {t['segments']:>9,d} seg  median {t['median'] * 1e3:8.2f} ms "
-              f"best {t['best'] * 1e3:8.2f} ms  {t['segments'] / t['median']:>12,.0f} seg/s  "
-              f"tracemalloc peak {mem['tracemalloc_peak'] / 2**20:6.2f} MiB  "
-              f"RSS growth {mem['rss_growth'] / 2**20:6.2f} MiB")
+        print(
+            f"{m:30s} {t['segments']:>9,d} seg  median {t['median'] * 1e3:8.2f} ms "
+            f"best {t['best'] * 1e3:8.2f} ms  {t['segments'] / t['median']:>12,.0f} seg/s  "
+            f"tracemalloc peak {mem['tracemalloc_peak'] / 2**20:6.2f} MiB  "
+            f"RSS growth {mem['rss_growth'] / 2**20:6.2f} MiB"
+        )
     ours = res["iosets.read_darshan"][0]["median"]
     for m in list(METHODS)[1:]:
-        print(f"speed-up of iosets over {m}: {res[m][0]['median'] / ours:.1f}x "
-              f"(target >= 4x)")
+        print(f"speed-up of iosets over {m}: {res[m][0]['median'] / ours:.1f}x (target >= 4x)")
 
 
 if __name__ == "__main__":

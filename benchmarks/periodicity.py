@@ -56,9 +56,7 @@ def _ftio(t, bw, total, ranks, freq):
     sink = io.StringIO()
     t_start = time.perf_counter()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-        pred, _ = _ftio_core(
-            {"time": t, "bandwidth": bw, "total_bytes": total, "ranks": ranks}, args
-        )
+        pred, _ = _ftio_core({"time": t, "bandwidth": bw, "total_bytes": total, "ranks": ranks}, args)
     elapsed = time.perf_counter() - t_start
     f = pred.get_dominant_freq()
     return (None if f is None or not np.isfinite(f) or f <= 0 else 1.0 / f), elapsed
@@ -128,9 +126,7 @@ def main(per_duty: int = 20) -> None:
     for tool in tools:
         print(f"  {tool:>15}: {100.0 * false_pos[tool] / n_poisson:5.1f} %")
     if speed:
-        print(
-            "\nspeed per trace (iosets from the ops table; FTIO on iosets' signal, its analysis only)"
-        )
+        print("\nspeed per trace (iosets from the ops table; FTIO on iosets' signal, its analysis only)")
         print(
             "  duty |  w_iter s | requests |   bins  | 10Hz smp | iosets ms |"
             " FTIO bins ms | ratio | FTIO 10Hz ms | ratio"
@@ -143,10 +139,7 @@ def main(per_duty: int = 20) -> None:
             )
         for col, name in ((6, "FTIO same bins"), (7, "FTIO 10 Hz")):
             r = np.array([row[col] / row[5] for row in speed])
-            print(
-                f"speed ratio {name} / iosets: median {np.median(r):.1f}x, "
-                f"min {r.min():.1f}x, max {r.max():.1f}x"
-            )
+            print(f"speed ratio {name} / iosets: median {np.median(r):.1f}x, min {r.min():.1f}x, max {r.max():.1f}x")
         # the DESIGN.md anchor: a long trace sampled by FTIO at its default 10 Hz (600 k samples)
         ops, truth = _make_periodic_ops(600.0, 0.01, 16, n_phases=100, random_state=1)
         t, bw, dt, total = _signal(ops)

@@ -51,8 +51,16 @@ def simgrid_metrics(workload, io_start, io_end):
     duration = np.maximum(io_end - io_start, 1e-300)
     remaining = tuple(io_bytes * np.clip((io_end - t) / duration, 0, 1) for t in workload.window)
     return compute_phase_metrics(
-        job, workload.n_jobs, io_bytes, cpu_start, cpu_end, io_start, io_end, remaining,
-        bandwidth=workload.bandwidth, window=workload.window,
+        job,
+        workload.n_jobs,
+        io_bytes,
+        cpu_start,
+        cpu_end,
+        io_start,
+        io_end,
+        remaining,
+        bandwidth=workload.bandwidth,
+        window=workload.window,
     )
 
 

@@ -39,9 +39,18 @@ def synthetic_trace(n: int, n_classes: int, *, seed: int = 0) -> RequestTrace:
     phase_key = cls.astype(np.int64) * (n // 1000 + 1) + per_class_index // 1000
     _, phase = np.unique(phase_key, return_inverse=True)
     return RequestTrace(
-        arrival=arrival, size=np.full(n, 4096.0), offset=offset, cls=cls, stream=stream,
-        server=np.zeros(n, np.int32), phase=phase.astype(np.int32), op=np.zeros(n, np.int8),
-        classes=np.arange(n_classes), n_streams=n_classes, n_servers=1, n_phases=int(phase.max()) + 1,
+        arrival=arrival,
+        size=np.full(n, 4096.0),
+        offset=offset,
+        cls=cls,
+        stream=stream,
+        server=np.zeros(n, np.int32),
+        phase=phase.astype(np.int32),
+        op=np.zeros(n, np.int8),
+        classes=np.arange(n_classes),
+        n_streams=n_classes,
+        n_servers=1,
+        n_phases=int(phase.max()) + 1,
         order=np.arange(n),
     )
 
@@ -92,8 +101,10 @@ def main() -> None:
     print(f"{args.requests:,} requests per scheduler, one C call each")
     if anchor:
         print(f"anchor: libCacheSim FIFO {anchor / 1e6:.2f} M req/s")
-    print(f"{'scheduler':<12} {'classes':>7} {'engine s':>9} {'M req/s':>8} {'target':>9} {'vs libCacheSim':>15}"
-          f" {'with metrics M req/s':>21}")
+    print(
+        f"{'scheduler':<12} {'classes':>7} {'engine s':>9} {'M req/s':>8} {'target':>9} {'vs libCacheSim':>15}"
+        f" {'with metrics M req/s':>21}"
+    )
     device = Device(overhead=0.0, seek=0.0)
     traces = {}
     for name in SCHEDULERS:
@@ -107,8 +118,11 @@ def main() -> None:
         verdict = "" if target is None else ("ok" if rate >= target else "MISS")
         ratio = f"{rate / anchor:.1f}x" if anchor else "-"
         target_text = f"{target / 1e6:.0f}M {verdict}" if target else "-"
-        print(f"{name:<12} {n_classes:>7} {result.engine_seconds:>9.3f} {rate / 1e6:>8.2f} {target_text:>9} {ratio:>15}"
-              f" {overall / 1e6:>21.2f}", flush=True)
+        print(
+            f"{name:<12} {n_classes:>7} {result.engine_seconds:>9.3f} {rate / 1e6:>8.2f} {target_text:>9} {ratio:>15}"
+            f" {overall / 1e6:>21.2f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -171,8 +171,9 @@ def load_workload(path):
         where = "job #%d (%s)" % (n, jid)
         s = j.get("set")
         if s is None:
-            fail("%s has no 'set' (the workload must be resolved: every job needs "
-                 "an integer set and a priority)" % where)
+            fail(
+                "%s has no 'set' (the workload must be resolved: every job needs an integer set and a priority)" % where
+            )
         if isinstance(s, bool) or not isinstance(s, (int, float)) or float(s) != int(s):
             fail("%s: 'set' must be an integer, got %r" % (where, s))
         p = j.get("priority")
@@ -209,9 +210,9 @@ def auto_byte_scale(jobs):
     """
     bmax = max((b for j in jobs for (_, b) in j["phases"]), default=0.0)
     k = 20
-    while k > 0 and bmax * 2.0 ** k > 2.0 ** 53:
+    while k > 0 and bmax * 2.0**k > 2.0**53:
         k -= 1
-    return float(2 ** k)
+    return float(2**k)
 
 
 def simulate(B, jobs, cfg_args, byte_scale=1.0):
@@ -232,14 +233,13 @@ def simulate(B, jobs, cfg_args, byte_scale=1.0):
     io_start = [[None] * len(j["phases"]) for j in jobs]
     io_end = [[None] * len(j["phases"]) for j in jobs]
     # Positive sizes never round down to a zero-byte phase.
-    sizes = [[(max(1, int(round(b * byte_scale))) if b > 0 else 0) for (_, b) in j["phases"]]
-             for j in jobs]
+    sizes = [[(max(1, int(round(b * byte_scale))) if b > 0 else 0) for (_, b) in j["phases"]] for j in jobs]
 
     # Shared admission state.  SimGrid runs one actor at a time (maestro hands
     # control over at simcalls only), so plain Python state is safe.
-    performing = {}          # set id -> index of the job performing I/O, or None
-    waiting = {}             # set id -> list of (request date, job index), sorted
-    blocked = [False] * n    # job i is blocked in job_sem[i].acquire()
+    performing = {}  # set id -> index of the job performing I/O, or None
+    waiting = {}  # set id -> list of (request date, job index), sorted
+    blocked = [False] * n  # job i is blocked in job_sem[i].acquire()
     job_sem = [Semaphore(0) for _ in range(n)]
     yield_ = this_actor.yield_
 
@@ -272,8 +272,8 @@ def simulate(B, jobs, cfg_args, byte_scale=1.0):
         j = jobs[i]
         s, prio, phases, sz = j["set"], j["priority"], j["phases"], sizes[i]
         q = waiting.setdefault(s, [])
-        carry = j["release"]            # the first compute phase ends at release + t_cpu
-        freed = False                   # this job freed its set at the current date
+        carry = j["release"]  # the first compute phase ends at release + t_cpu
+        freed = False  # this job freed its set at the current date
         for k, (t_cpu, _b) in enumerate(phases):
             d = carry + t_cpu
             carry = 0.0
@@ -286,7 +286,7 @@ def simulate(B, jobs, cfg_args, byte_scale=1.0):
             # same date as the I/O completion, and is applied before admissions.)
             now = Engine.clock
             io_req[i][k] = now
-            if sz[k] <= 0:                # zero-byte I/O: completes at its request
+            if sz[k] <= 0:  # zero-byte I/O: completes at its request
                 io_start[i][k] = now
                 io_end[i][k] = now
                 continue
@@ -312,7 +312,7 @@ def simulate(B, jobs, cfg_args, byte_scale=1.0):
                 admit(s)
             if performing.get(s) != i:
                 blocked[i] = True
-                job_sem[i].acquire()     # released by admit() when i becomes the head
+                job_sem[i].acquire()  # released by admit() when i becomes the head
                 blocked[i] = False
             io_start[i][k] = Engine.clock
             disk.write(sz[k], prio)
@@ -354,8 +354,7 @@ def main(argv):
         else:
             pos.append(a)
     if len(pos) != 2:
-        fail("usage: %s WORKLOAD.json OUT.json [--cfg=NAME:VALUE ...] [--byte-scale=K]"
-             % os.path.basename(argv[0]))
+        fail("usage: %s WORKLOAD.json OUT.json [--cfg=NAME:VALUE ...] [--byte-scale=K]" % os.path.basename(argv[0]))
     wpath, opath = pos
     B, jobs = load_workload(wpath)
     if byte_scale == "auto":
@@ -366,8 +365,7 @@ def main(argv):
     try:
         import simgrid  # noqa: F401
     except ImportError as exc:
-        fail("SimGrid Python bindings not importable (%s); run benchmarks/setup_simgrid.sh"
-             % exc, code=3)
+        fail("SimGrid Python bindings not importable (%s); run benchmarks/setup_simgrid.sh" % exc, code=3)
 
     t0 = time.perf_counter()
     try:
@@ -392,8 +390,10 @@ def main(argv):
             json.dump(out, f)
     except OSError as exc:
         fail("cannot write %s: %s" % (opath, exc))
-    print("simgrid_phase: %d jobs, %d phases, last io_end %.6f s, wall %.3f s (SimGrid %s) -> %s"
-          % (len(jobs), events, makespan, wall, out["simgrid_version"], opath))
+    print(
+        "simgrid_phase: %d jobs, %d phases, last io_end %.6f s, wall %.3f s (SimGrid %s) -> %s"
+        % (len(jobs), events, makespan, wall, out["simgrid_version"], opath)
+    )
     return 0
 
 

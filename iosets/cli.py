@@ -15,9 +15,9 @@ from rich.table import Table
 
 from . import __version__
 from ._io import write_frame
+from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
-from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .replay import (
     EXPERIMENT_REFERENCE,
     POLICIES,
@@ -206,8 +206,13 @@ def replay_requests_command(
         table.add_column(column, justify="left" if column == "class" else "right")
     for row in metrics["classes"]:
         table.add_row(
-            row["class"], f"{row['bytes']:.0f}", str(row["requests"]), f"{row['share']:.3f}",
-            f"{row['throughput'] / 1e6:.2f}", f"{row['latency_p50'] * 1e3:.3f}", f"{row['latency_p99'] * 1e3:.3f}",
+            row["class"],
+            f"{row['bytes']:.0f}",
+            str(row["requests"]),
+            f"{row['share']:.3f}",
+            f"{row['throughput'] / 1e6:.2f}",
+            f"{row['latency_p50'] * 1e3:.3f}",
+            f"{row['latency_p99'] * 1e3:.3f}",
         )
     out.print(table)
     out.print(
@@ -290,7 +295,10 @@ def experiment(
     try:
         chosen = None if points is None else [_parse_float(p, "--points") for p in points.split(",")]
         results = run_experiment(
-            name, seeds=seeds, points=chosen, progress=lambda it: track(it, description=f"{name}", console=err, transient=True)
+            name,
+            seeds=seeds,
+            points=chosen,
+            progress=lambda it: track(it, description=f"{name}", console=err, transient=True),
         )
         path = out_dir / f"{name}.csv"
         write_frame(results, path)
@@ -331,8 +339,9 @@ def demo() -> None:
 def _analyzer_demo_table() -> Table:
     """The rhythm of the bundled block traces and of the Darshan logs shipped with pydarshan,
     then the periodic jobs replayed under SET-10 and FAIR-SHARE."""
-    import darshan
     from importlib.resources import files
+
+    import darshan
 
     samples = files("iosets.datasets.data")
     frames = [
@@ -347,10 +356,12 @@ def _analyzer_demo_table() -> Table:
         table.add_column(column, justify="left" if column in ("input", "job") else "right")
     for row in jobs.iter_rows(named=True):
         table.add_row(
-            row["source"], row["job_id"],
+            row["source"],
+            row["job_id"],
             "not periodic" if row["w_iter"] is None else f"{row['w_iter']:.2f}",
             "-" if row["alpha_io"] is None else f"{row['alpha_io']:.4f}",
-            f"{row['w_iter_confidence']:.2f}", "-" if row["n_phases"] is None else str(row["n_phases"]),
+            f"{row['w_iter_confidence']:.2f}",
+            "-" if row["n_phases"] is None else str(row["n_phases"]),
         )
     workload = Workload.from_jobs(jobs, horizon=2000.0, window=(200.0, 1800.0))
     metrics = {p: replay_phases(workload, p).metrics for p in ("fair-share", "set-10")}

@@ -133,7 +133,14 @@ class Workload:
         n_iter = np.maximum(np.floor(horizon / w), 1).astype(np.int64)
         job = np.repeat(np.arange(usable.height), n_iter)
         frame = pl.DataFrame(
-            {"id": usable["job_id"].cast(pl.String), "release": 0.0, "set": None, "priority": None, "w_iter": w, "profile": None},
+            {
+                "id": usable["job_id"].cast(pl.String),
+                "release": 0.0,
+                "set": None,
+                "priority": None,
+                "w_iter": w,
+                "profile": None,
+            },
             schema=JOB_SCHEMA,
         )
         phases = pl.DataFrame(

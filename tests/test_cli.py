@@ -108,7 +108,15 @@ def test_replay_requests_json_shares(ops_file):
     metrics = json.loads(result.stdout)
     assert [c["class"] for c in metrics["classes"]] == ["c0", "c1", "c2", "c3"]
     assert set(metrics) >= {"aggregate_throughput", "jain_index", "mean_aggregation_size"}
-    assert set(metrics["classes"][0]) >= {"class", "bytes", "requests", "share", "throughput", "latency_p50", "latency_p99"}
+    assert set(metrics["classes"][0]) >= {
+        "class",
+        "bytes",
+        "requests",
+        "share",
+        "throughput",
+        "latency_p50",
+        "latency_p99",
+    }
     assert metrics["classes"][0]["reservation_met"] is None  # no reservation asked
     # the heavier the weight, the sooner a class is served: p50 latency falls with the weight
     p50 = [c["latency_p50"] for c in metrics["classes"]]
@@ -116,7 +124,9 @@ def test_replay_requests_json_shares(ops_file):
 
 
 def test_replay_requests_device_and_table(ops_file):
-    result = runner.invoke(app, ["replay-requests", str(ops_file), "--device", "iops=1000", "--device", "queue_depth=2"])
+    result = runner.invoke(
+        app, ["replay-requests", str(ops_file), "--device", "iops=1000", "--device", "queue_depth=2"]
+    )
     assert result.exit_code == 0, result.output
     assert "aggregate" in result.stdout and "c3" in result.stdout
 

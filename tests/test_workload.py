@@ -44,7 +44,10 @@ def test_characteristic_time_falls_back_to_definition_2(workload_of):
         ('{"jobs": 3}', "expected an object with a 'jobs' list"),
         ('{"jobs": [{"release": "soon", "phases": []}]}', "jobs\\[0\\].release: expected a finite number, got 'soon'"),
         ('{"jobs": [{"phases": [[1, 2], [3]]}]}', "jobs\\[0\\].phases: expected a list of \\[t_cpu, io_bytes\\]"),
-        ('{"jobs": [{"phases": [[1, 2], [3, -4]]}]}', "jobs\\[0\\].phases\\[1\\]: expected t_cpu >= 0 and io_bytes >= 0"),
+        (
+            '{"jobs": [{"phases": [[1, 2], [3, -4]]}]}',
+            "jobs\\[0\\].phases\\[1\\]: expected t_cpu >= 0 and io_bytes >= 0",
+        ),
         ('{"jobs": [], "window": [5, 1]}', "window must satisfy 0 <= T_begin < T_end"),
         ('{"jobs": [], "bandwidth": 0}', "bandwidth must be > 0"),
     ],

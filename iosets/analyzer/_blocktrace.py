@@ -44,9 +44,7 @@ class SkipReport:
         return len(self.lines)
 
 
-def read_blocktrace(
-    path, *, format: str = "auto", class_by: str = "device", errors: str = "raise"
-) -> pl.DataFrame:
+def read_blocktrace(path, *, format: str = "auto", class_by: str = "device", errors: str = "raise") -> pl.DataFrame:
     """Read a block trace into the ops table (one row per completed request).
 
     Parameters
@@ -93,8 +91,7 @@ def read_blocktrace(
     fmt = sniff_format(path) if format == "auto" else format
     if class_by not in CLASS_BY[fmt]:
         raise InputError(
-            f"class_by={class_by!r} does not apply to format {fmt!r}; "
-            f"expected one of {', '.join(CLASS_BY[fmt])}"
+            f"class_by={class_by!r} does not apply to format {fmt!r}; expected one of {', '.join(CLASS_BY[fmt])}"
         )
     report = SkipReport(str(path))
     reader = {"blkparse": _read_blkparse, "msr": _read_msr, "spc": _read_spc, "ops": _read_ops}
@@ -204,9 +201,7 @@ def _check(raw: pl.DataFrame, specs) -> pl.DataFrame:
     return raw.with_columns(*typed, chain.otherwise(None).alias("reason"))
 
 
-def _split_bad(
-    path: Path, checked: pl.DataFrame, errors: str, report: SkipReport, where: str = "line"
-) -> pl.DataFrame:
+def _split_bad(path: Path, checked: pl.DataFrame, errors: str, report: SkipReport, where: str = "line") -> pl.DataFrame:
     """Raise on the first row with a ``reason`` or, when skipping, record and drop the bad rows."""
     bad = checked.filter(pl.col("reason").is_not_null()).sort("lineno")
     if bad.height:
@@ -296,16 +291,10 @@ _MSR_SCHEMA = {n: pl.String if n in ("Hostname", "Type") else pl.Int64 for n in 
 
 def _read_msr(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
     header = _first_line(path).lower().startswith("timestamp")
-    frame = _read_csv(
-        path, _MSR_NAMES, _MSR_SPECS, _MSR_SCHEMA, header=header, errors=errors, report=report
-    )
+    frame = _read_csv(path, _MSR_NAMES, _MSR_SPECS, _MSR_SCHEMA, header=header, errors=errors, report=report)
     t0 = frame["Timestamp"].min() if frame.height else 0
     since = pl.col("Timestamp") - t0
-    job = (
-        pl.col("Hostname")
-        if class_by == "host"
-        else pl.format("{}_{}", pl.col("Hostname"), pl.col("DiskNumber"))
-    )
+    job = pl.col("Hostname") if class_by == "host" else pl.format("{}_{}", pl.col("Hostname"), pl.col("DiskNumber"))
     return _finish(
         frame.select(
             job.alias("job_id"),
@@ -334,9 +323,7 @@ _SPC_SCHEMA = dict(zip(_SPC_NAMES, [pl.Int64, pl.Int64, pl.Int64, pl.String, pl.
 
 def _read_spc(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
     header = _first_line(path).lower().startswith("asu")
-    frame = _read_csv(
-        path, _SPC_NAMES, _SPC_SPECS, _SPC_SCHEMA, header=header, errors=errors, report=report
-    )
+    frame = _read_csv(path, _SPC_NAMES, _SPC_SPECS, _SPC_SCHEMA, header=header, errors=errors, report=report)
     t0 = frame["Timestamp"].min() if frame.height else 0.0
     return _finish(
         frame.select(
@@ -393,10 +380,7 @@ def _read_ops(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.
         bad_end = end.is_not_null() & (end != "") & end.cast(pl.Float64, strict=False).is_null()
         msg = pl.format("expected a number or nothing for end, got '{}'", _got("end"))
         checked = checked.with_columns(
-            pl.when(pl.col("reason").is_null() & bad_end)
-            .then(msg)
-            .otherwise("reason")
-            .alias("reason")
+            pl.when(pl.col("reason").is_null() & bad_end).then(msg).otherwise("reason").alias("reason")
         )
     good = _split_bad(path, checked, errors, report, where)
     types = {c: t for c, t in OPS_SCHEMA.items() if c in good.columns}
@@ -418,9 +402,7 @@ def _read_blkparse(path: Path, class_by: str, errors: str, report: SkipReport) -
     # Cheap capture-free checks over every line; captures only on the C/D/Q lines.
     event = "expected a blkparse event 'maj,min cpu seq seconds pid action rwbs ...', got '{}'"
     head_ok = pl.col("line").str.contains(_BLK_CHECK)
-    bad_head = lines.filter(~head_ok).select(
-        "lineno", pl.format(event, _got("line")).alias("reason")
-    )
+    bad_head = lines.filter(~head_ok).select("lineno", pl.format(event, _got("line")).alias("reason"))
     ev = (
         lines.lazy()
         .filter(head_ok & pl.col("line").str.contains(_BLK_IO))
@@ -490,8 +472,7 @@ def _read_blkparse(path: Path, class_by: str, errors: str, report: SkipReport) -
         )
         stale = pl.col("prev").is_not_null() & (pl.col(f"{act}_t") <= pl.col("prev"))
         done = done.with_columns(
-            pl.when(stale).then(None).otherwise(pl.col(c)).alias(c)
-            for c in (f"{act}_t", f"{act}_pid", f"{act}_proc")
+            pl.when(stale).then(None).otherwise(pl.col(c)).alias(c) for c in (f"{act}_t", f"{act}_pid", f"{act}_proc")
         )
     start = pl.coalesce("Q_t", "D_t", "time")
     t0 = done.select(start.min()).item() if done.height else 0.0

@@ -17,9 +17,7 @@ from ._ops import OPS_SCHEMA
 
 __all__ = ["DarshanJob", "read_darshan"]
 
-SEGMENT_DTYPE = np.dtype(
-    [("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")]
-)
+SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 """Layout of darshan-util's ``segment_info`` struct (32 bytes, trails each DXT file record)."""
 
 _COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO")
@@ -36,10 +34,28 @@ _HEATMAP_IDS = {
     3989511027826779520: "STDIO",
 }
 # Modules whose records darshan-util parses (pydarshan's _structdefs); read through to detect truncation.
-_KNOWN_MODULES = ("POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "BG/Q", "LUSTRE",
-                  "STDIO", "DXT_POSIX", "DXT_MPIIO", "HEATMAP", "DFS", "DAOS")
-_MAGIC = {b"BZh": "a bzip2-compressed file", b"\x1f\x8b": "a gzip-compressed file",
-          b"\xfd7zXZ": "an xz-compressed file", b"PK\x03\x04": "a zip archive"}
+_KNOWN_MODULES = (
+    "POSIX",
+    "MPI-IO",
+    "H5F",
+    "H5D",
+    "PNETCDF_FILE",
+    "PNETCDF_VAR",
+    "BG/Q",
+    "LUSTRE",
+    "STDIO",
+    "DXT_POSIX",
+    "DXT_MPIIO",
+    "HEATMAP",
+    "DFS",
+    "DAOS",
+)
+_MAGIC = {
+    b"BZh": "a bzip2-compressed file",
+    b"\x1f\x8b": "a gzip-compressed file",
+    b"\xfd7zXZ": "an xz-compressed file",
+    b"PK\x03\x04": "a zip archive",
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +166,10 @@ def _read_modules(log: _Log) -> dict:
     for i in range(cnt[0]):
         m = mods[0][i]
         out[ffi.string(m.name).decode("utf-8")] = {
-            "len": int(m.len), "idx": int(m.idx), "partial": bool(m.partial_flag)}
+            "len": int(m.len),
+            "idx": int(m.idx),
+            "partial": bool(m.partial_flag),
+        }
     if cnt[0]:
         lib.darshan_free(mods[0])
     return out
@@ -174,7 +193,7 @@ def _read_names(log: _Log) -> dict:
 
 def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | None:
     """All segments of a DXT module as the ops table (per record: writes, then reads)."""
-    ffi, lib = log.ffi, log.lib
+    ffi = log.ffi
     idx = log.modules[mod]["idx"]
     buf = ffi.new("void **")
     head = ffi.sizeof("struct dxt_file_record")
@@ -201,26 +220,32 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
     uniq, rec_file = np.unique(np.asarray(ids, dtype=np.uint64), return_inverse=True)
     file_names = pl.Series("file", [names.get(int(u)) for u in uniq], dtype=pl.String)
     rec_file_seg = np.repeat(rec_file.astype(np.uint32), per_rec)
-    frame = pl.DataFrame({
-        "rank": np.repeat(np.asarray(ranks, dtype=np.int64), per_rec),
-        "is_write": is_write,
-        "offset": seg["offset"],
-        "size": seg["length"],
-        "start": seg["start_time"],
-        "end": seg["end_time"],
-        "file": file_names.gather(pl.Series(rec_file_seg)),
-    })
+    frame = pl.DataFrame(
+        {
+            "rank": np.repeat(np.asarray(ranks, dtype=np.int64), per_rec),
+            "is_write": is_write,
+            "offset": seg["offset"],
+            "size": seg["length"],
+            "start": seg["start_time"],
+            "end": seg["end_time"],
+            "file": file_names.gather(pl.Series(rec_file_seg)),
+        }
+    )
     return frame.select(
         pl.lit(job_id, pl.String).alias("job_id"),
         "rank",
         pl.when("is_write").then(pl.lit("write")).otherwise(pl.lit("read")).alias("op"),
-        "offset", "size", "start", "end", "file",
+        "offset",
+        "size",
+        "start",
+        "end",
+        "file",
     ).cast({k: v for k, v in OPS_SCHEMA.items()})
 
 
 def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
     """HEATMAP bins summed over ranks, for POSIX, else MPI-IO, else STDIO."""
-    ffi, lib = log.ffi, log.lib
+    ffi = log.ffi
     idx = log.modules["HEATMAP"]["idx"]
     buf = ffi.new("void **")
     per_mod: dict = {}
@@ -254,8 +279,7 @@ def _read_counters(log: _Log, nprocs: int) -> dict:
     """Byte totals, I/O time and first/last I/O timestamps from POSIX, else MPI-IO, else STDIO."""
     b, ffi = log.b, log.ffi
     mod = next((m for m in _COUNTER_MODULES if m in log.modules), None)
-    out = {"bytes_read": 0, "bytes_written": 0, "io_time": 0.0,
-           "first_io": None, "last_io": None, "module": mod}
+    out = {"bytes_read": 0, "bytes_written": 0, "io_time": 0.0, "first_io": None, "last_io": None, "module": mod}
     if mod is None:
         return out
     pre = _COUNTER_PREFIX[mod]
@@ -269,12 +293,14 @@ def _read_counters(log: _Log, nprocs: int) -> dict:
     buf = ffi.new("void **")
     struct = _STRUCTS[mod][:-3]
     size = ffi.sizeof(struct)
-    rec_dtype = np.dtype({
-        "names": ["counters", "fcounters"],
-        "formats": [("<i8", len(cnames)), ("<f8", len(fnames))],
-        "offsets": [ffi.offsetof(struct, "counters"), ffi.offsetof(struct, "fcounters")],
-        "itemsize": size,
-    })
+    rec_dtype = np.dtype(
+        {
+            "names": ["counters", "fcounters"],
+            "formats": [("<i8", len(cnames)), ("<f8", len(fnames))],
+            "offsets": [ffi.offsetof(struct, "counters"), ffi.offsetof(struct, "fcounters")],
+            "itemsize": size,
+        }
+    )
     raw = bytearray()
     while log.get(idx, mod, buf):
         raw += ffi.buffer(buf[0], size)
@@ -349,8 +375,11 @@ def read_darshan(path) -> DarshanJob:
         raise InputError(f"{exc}" + (f" [darshan-util: {reason}]" if reason else "")) from None
     except (RuntimeError, OSError, ValueError, KeyError, MemoryError) as exc:
         reason = _c_reason(err[0]) if err else ""
-        raise InputError(f"{path}: cannot read Darshan log ({type(exc).__name__}: {exc}"
-                         + (f"; darshan-util: {reason}" if reason else "") + ")") from None
+        raise InputError(
+            f"{path}: cannot read Darshan log ({type(exc).__name__}: {exc}"
+            + (f"; darshan-util: {reason}" if reason else "")
+            + ")"
+        ) from None
     if err and err[0].strip():  # warnings from darshan-util on a log that did load
         sys.stderr.write(err[0])
     return job
@@ -390,7 +419,6 @@ def _read_all(b, path: Path) -> DarshanJob:
             if mod in log.modules and mod not in done:
                 _drain(log, mod)
         source = "dxt" if ops is not None else "heatmap" if heatmap is not None else "counters"
-        return DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters,
-                          source=source, partial_dxt=partial)
+        return DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
     finally:
         log.lib.darshan_log_close(log.handle)

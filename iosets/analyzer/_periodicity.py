@@ -44,9 +44,7 @@ class Periodicity:
 # ----------------------------------------------------------------------------- signal
 
 
-def _bin_bandwidth(
-    start: np.ndarray, end: np.ndarray, size: np.ndarray, n_bins: int, dt: float
-) -> np.ndarray:
+def _bin_bandwidth(start: np.ndarray, end: np.ndarray, size: np.ndarray, n_bins: int, dt: float) -> np.ndarray:
     """Bytes per second in each bin, each request's bytes spread evenly over its [start, end] interval."""
     pos0 = start / dt
     pos1 = end / dt
@@ -98,9 +96,7 @@ def _refine(power: np.ndarray, k: int) -> float:
         p = idx[np.arange(len(h)), np.argmax(power[idx], axis=1)]
         keep = (power[p] >= 10.0 * noise) | (h == 1)
         h, p = h[keep], p[keep]
-        if len(h) == 0 or (
-            len(h) == 1 and h[0] == 1
-        ):  # no significant harmonic in this stage: stop
+        if len(h) == 0 or (len(h) == 1 and h[0] == 1):  # no significant harmonic in this stage: stop
             if len(h) == 0:
                 break
             stop = True
@@ -143,9 +139,7 @@ def _spectral_period(signal: np.ndarray, dt: float) -> _Spectral:
     if score[best] <= 0:
         return _Spectral(None, 0.0)
     peak = power[max(best - 1, 1) : best + 2].max()
-    for m in range(
-        6, 1, -1
-    ):  # octave errors: a sub-multiple that scores as well and has its own peak
+    for m in range(6, 1, -1):  # octave errors: a sub-multiple that scores as well and has its own peak
         lo, hi = max(2, int(best / m) - 1), int(best / m) + 2
         if lo < hi and score[lo:hi].max() >= 0.9 * score[best]:
             cand = lo + int(np.argmax(score[lo:hi]))
@@ -159,18 +153,12 @@ def _spectral_period(signal: np.ndarray, dt: float) -> _Spectral:
     orders = np.arange(1, int(half / f) + 1)
     mask = np.zeros(half + 1, dtype=bool)
     pos = orders * f
-    mask[np.minimum(np.floor(pos).astype(np.int64), half)] = (
-        True  # the two bins around each harmonic
-    )
+    mask[np.minimum(np.floor(pos).astype(np.int64), half)] = True  # the two bins around each harmonic
     mask[np.minimum(np.ceil(pos).astype(np.int64), half)] = True
     coverage = mask[1:].mean()
     share = power[mask].sum() / power[1:].sum()
     # a comb that covers much of the spectrum explains nothing
-    comb = (
-        0.0
-        if coverage > _MAX_COVERAGE
-        else min(1.0, max(0.0, float((share - coverage) / (1.0 - coverage))))
-    )
+    comb = 0.0 if coverage > _MAX_COVERAGE else min(1.0, max(0.0, float((share - coverage) / (1.0 - coverage))))
     return _Spectral(n * dt / f, comb)
 
 
@@ -224,9 +212,7 @@ def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | 
     return _Segments(starts, ends, clear)
 
 
-def _resegment(
-    run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None
-) -> _Segments:
+def _resegment(run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None) -> _Segments:
     """Segmentation redone with a threshold from the DFT period when the gaps show no clear break."""
     if period is None:
         return seg
@@ -254,9 +240,7 @@ def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float
         agree = 0.0
         if spec.period is not None:
             rel = abs(spec.period - w_seg) / w_seg
-            agree = (
-                1.0 if rel <= _AGREE_TOL else math.exp(-(((rel - _AGREE_TOL) / _AGREE_TOL) ** 2))
-            )
+            agree = 1.0 if rel <= _AGREE_TOL else math.exp(-(((rel - _AGREE_TOL) / _AGREE_TOL) ** 2))
         c_seg_total = c_seg * (1.0 - _DFT_WEIGHT + _DFT_WEIGHT * agree)
     # evidence 2: a harmonic comb that explains the spectral energy (strictly periodic I/O, with or without gaps)
     c_dft = spec.comb if spec.period is not None else 0.0
@@ -305,9 +289,7 @@ def _columns(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if size.dtype.is_numeric():
             return start, end, size.to_numpy().astype(np.float64, copy=False)
     end_expr = (
-        pl.col("end").cast(pl.Float64).fill_null(pl.col("start").cast(pl.Float64))
-        if has_end
-        else pl.col("start")
+        pl.col("end").cast(pl.Float64).fill_null(pl.col("start").cast(pl.Float64)) if has_end else pl.col("start")
     )
     try:
         cols = ops.select(
@@ -316,18 +298,13 @@ def _columns(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
             pl.col("size").cast(pl.Float64),
         )
     except pl.exceptions.PolarsError as exc:
-        raise InputError(
-            f"ops: start, end and size must be numeric ({str(exc).splitlines()[0]})"
-        ) from None
+        raise InputError(f"ops: start, end and size must be numeric ({str(exc).splitlines()[0]})") from None
     return tuple(
-        np.ascontiguousarray(cols.get_column(c).to_numpy(), dtype=np.float64)
-        for c in ("start", "end", "size")
+        np.ascontiguousarray(cols.get_column(c).to_numpy(), dtype=np.float64) for c in ("start", "end", "size")
     )
 
 
-def periodicity(
-    ops: pl.DataFrame, *, bin_width: float | None = None, min_confidence: float = 0.5
-) -> Periodicity:
+def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confidence: float = 0.5) -> Periodicity:
     """Detect the I/O period, I/O time fraction and phases of one job from its ops table.
 
     Parameters
@@ -367,8 +344,7 @@ def periodicity(
     if "job_id" in ops.columns and ops.get_column("job_id").n_unique() > 1:
         jobs = ops.get_column("job_id").unique(maintain_order=True)
         raise InputError(
-            f"ops: {len(jobs)} jobs ({', '.join(map(str, jobs.head(3)))}, ...); "
-            "expected the requests of one job"
+            f"ops: {len(jobs)} jobs ({', '.join(map(str, jobs.head(3)))}, ...); expected the requests of one job"
         )
     start, end, size = _columns(ops)
     if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(size).all()):
@@ -383,9 +359,7 @@ def periodicity(
         raise InputError(f"ops row {bad}: size must be >= 0 bytes, got {size[bad]:g}")
     if (end < start).any():
         bad = int(np.argmax(end < start))
-        raise InputError(
-            f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}"
-        )
+        raise InputError(f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}")
     t0 = float(start.min())
     start, end = start - t0, end - t0
     span = float(end.max())
@@ -393,12 +367,8 @@ def periodicity(
         return Periodicity(None, 1.0 if span <= 0 else 0.0, 1, 0.0, False)
     run_s, run_e = _merge(start, end)
     seg = _segment(run_s, run_e, span, None)
-    if (
-        bin_width is None
-    ):  # a few bins per shortest I/O phase (per shortest activity run if no clear phases)
-        n_bins = (
-            _auto_bins(span, seg.starts, seg.ends) if seg.clear else _auto_bins(span, run_s, run_e)
-        )
+    if bin_width is None:  # a few bins per shortest I/O phase (per shortest activity run if no clear phases)
+        n_bins = _auto_bins(span, seg.starts, seg.ends) if seg.clear else _auto_bins(span, run_s, run_e)
         dt = span / n_bins * (1 + 1e-12)
     else:
         dt = bin_width
@@ -413,9 +383,7 @@ def periodicity(
     return _combine(spec, seg, span, min_confidence)
 
 
-def periodicity_from_signal(
-    bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5
-) -> Periodicity:
+def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5) -> Periodicity:
     """Detect the I/O period, I/O time fraction and phases from a binned bandwidth signal.
 
     Parameters
@@ -450,14 +418,8 @@ def periodicity_from_signal(
         raise InputError(f"bandwidth must be a non-empty 1-D array, got shape {signal.shape}")
     bad = np.flatnonzero(~np.isfinite(signal) | (signal < 0))
     if len(bad):
-        raise InputError(
-            f"bandwidth bin {bad[0]}: expected a finite value >= 0, got {float(signal[bad[0]])}"
-        )
-    active = (
-        signal > 0.02 * float(signal.max())
-        if signal.max() > 0
-        else np.zeros(len(signal), dtype=bool)
-    )
+        raise InputError(f"bandwidth bin {bad[0]}: expected a finite value >= 0, got {float(signal[bad[0]])}")
+    active = signal > 0.02 * float(signal.max()) if signal.max() > 0 else np.zeros(len(signal), dtype=bool)
     if not active.any():
         return Periodicity(None, 0.0, 0, 0.0, False)
     edges = np.diff(np.r_[0, active.astype(np.int8), 0])
@@ -497,18 +459,12 @@ def _make_periodic_ops(
     r = requests_per_burst
     # each rank tiles each burst with r contiguous requests at random cut points
     cuts = np.sort(rng.uniform(0, 1, (n_phases, n_ranks, r - 1)), axis=2)
-    frac = np.concatenate(
-        [np.zeros((n_phases, n_ranks, 1)), cuts, np.ones((n_phases, n_ranks, 1))], axis=2
-    )
+    frac = np.concatenate([np.zeros((n_phases, n_ranks, 1)), cuts, np.ones((n_phases, n_ranks, 1))], axis=2)
     t = b_start[:, None, None] + frac * length[:, None, None]
     s = t[:, :, :-1].ravel()
     e = t[:, :, 1:].ravel()
-    e = s + (e - s) * rng.uniform(
-        1 - request_gap, 1, len(s)
-    )  # small idle gaps between a rank's requests
-    e[r - 1 :: r] = t[
-        :, :, -1
-    ].ravel()  # a rank's last request ends with the burst, so bursts keep their true end
+    e = s + (e - s) * rng.uniform(1 - request_gap, 1, len(s))  # small idle gaps between a rank's requests
+    e[r - 1 :: r] = t[:, :, -1].ravel()  # a rank's last request ends with the burst, so bursts keep their true end
     size = np.maximum(1, np.rint((e - s) * rng.uniform(0.5e8, 2e8, len(s)))).astype(np.int64)
     rank = np.broadcast_to(np.arange(n_ranks)[None, :, None], (n_phases, n_ranks, r)).ravel()
     ops = pl.DataFrame(

@@ -169,11 +169,16 @@ def analyze(
 def _dask_map(files: list[str], address: str):
     """The per-log map on a Dask cluster, yielding results as they finish."""
     try:
-        from distributed import Client, LocalCluster, as_completed as dask_completed
+        from distributed import Client, LocalCluster
+        from distributed import as_completed as dask_completed
     except ImportError:
         raise InputError("--dask needs Dask: pip install 'iosets[dask]'") from None
 
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) if address == "local" else None
+    cluster = (
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+        if address == "local"
+        else None
+    )
     client = Client(cluster if cluster is not None else address)
     try:
         futures = client.map(_safe_analyze, files, pure=False)
@@ -220,11 +225,18 @@ def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
                 "n_phases": result.n_phases,
             }
         )
-    rhythm = pl.DataFrame(rhythms, schema={k: JOB_COLUMNS[k] for k in ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases")})
+    rhythm = pl.DataFrame(
+        rhythms, schema={k: JOB_COLUMNS[k] for k in ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases")}
+    )
     return (
         per_job.with_columns(pl.col("job_id").cast(pl.String))
         .join(rhythm, on="job_id", how="left")
-        .with_columns(pl.lit("").alias("user"), pl.lit("").alias("app"), pl.lit(source).alias("source"), pl.lit(None, pl.String).alias("path"))
+        .with_columns(
+            pl.lit("").alias("user"),
+            pl.lit("").alias("app"),
+            pl.lit(source).alias("source"),
+            pl.lit(None, pl.String).alias("path"),
+        )
         .select(list(JOB_COLUMNS))
         .cast(JOB_COLUMNS)
     )

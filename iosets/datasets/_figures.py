@@ -39,12 +39,19 @@ _N_HIGH = tuple(float(n) for n in range(41))
 FIGURES: dict[str, FigureSweep] = {
     "fig6": FigureSweep("fig6", "n_high", _N_HIGH, "n_H high-frequency jobs N(10,1), 20 N(100,10), 40-n_H N(1000,100)"),
     "fig7": FigureSweep("fig7", "n_high", _N_HIGH, "Fig. 6's workloads: set mapping vs priorities"),
-    "fig8": FigureSweep("fig8", "noise", tuple(round(0.1 * k, 1) for k in range(10)), "20 jobs per profile, noise b swept"),
+    "fig8": FigureSweep(
+        "fig8", "noise", tuple(round(0.1 * k, 1) for k in range(10)), "20 jobs per profile, noise b swept"
+    ),
     "fig9": FigureSweep(
-        "fig9", "eta", (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0), "20 jobs of N(mu, eta mu), mu = 10, 100, 1000"
+        "fig9",
+        "eta",
+        (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0),
+        "20 jobs of N(mu, eta mu), mu = 10, 100, 1000",
     ),
     "fig10": FigureSweep(
-        "fig10", "mu", (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0),
+        "fig10",
+        "mu",
+        (5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0, 5000.0),
         "15 jobs each of N(10,1), N(100,10), N(1000,100) and a fourth profile N(mu, 0.1 mu)",
     ),
 }
@@ -76,6 +83,4 @@ def make_figure_workload(figure: str, point: float, *, omega: float = 0.8, rando
     60
     """
     sweep = FIGURES[check_choice(figure, "figure", tuple(FIGURES))]
-    return make_iosets_workload(
-        sweep.profiles(point), omega=omega, noise=sweep.noise(point), random_state=random_state
-    )
+    return make_iosets_workload(sweep.profiles(point), omega=omega, noise=sweep.noise(point), random_state=random_state)

@@ -9,7 +9,6 @@ from ..errors import InputError
 from ..workload import Workload
 
 
-
 def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
     """An ops table sorted by start (then by generation order)."""
     n = len(start)
@@ -133,9 +132,7 @@ def make_strided_writers(
     return _ops("app", writer, "write", offset, request_size, step * interval, "shared.dat")
 
 
-def make_hotspot_requests(
-    n_requests: int = 2000, *, request_size: int = 1 << 20
-) -> pl.DataFrame:
+def make_hotspot_requests(n_requests: int = 2000, *, request_size: int = 1 << 20) -> pl.DataFrame:
     """Two clients over two servers: ``c1`` spreads over S1 and S2, ``c2`` only hits S2
     (the hot-spot case of seed 001, section 2). Column ``server`` names the server."""
     check_count(n_requests, "n_requests", minimum=2)

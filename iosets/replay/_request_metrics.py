@@ -78,7 +78,9 @@ def compute_request_metrics(
     )
     total = float(trace.size.sum())
     ids = per_class["cls"].to_numpy()
-    rate = per_class["throughput"] if cost_bytes else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
+    rate = (
+        per_class["throughput"] if cost_bytes else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
+    )
     reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
     classes = per_class.with_columns(
         pl.Series("class", trace.classes[ids]),
@@ -86,8 +88,15 @@ def compute_request_metrics(
         reserved.alias("reservation"),
         (rate >= 0.99 * reserved).alias("reservation_met"),
     ).select(
-        "class", "bytes", pl.col("requests").cast(pl.Int64), "share", "throughput", "latency_p50", "latency_p99",
-        "reservation", "reservation_met",
+        "class",
+        "bytes",
+        pl.col("requests").cast(pl.Int64),
+        "share",
+        "throughput",
+        "latency_p50",
+        "latency_p99",
+        "reservation",
+        "reservation_met",
     )
     span = float(complete.max() - trace.arrival.min()) if trace.n else 0.0
     normalized = per_class["throughput"].to_numpy() / weight[per_class["cls"].to_numpy()]

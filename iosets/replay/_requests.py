@@ -96,7 +96,9 @@ def _per_class(values, trace: RequestTrace, name: str, default: float) -> np.nda
     if isinstance(values, Mapping):
         unknown = set(values) - set(trace.classes.tolist())
         if unknown:
-            raise InputError(f"{name}: unknown classes {sorted(map(str, unknown))}; classes are {trace.classes.tolist()}")
+            raise InputError(
+                f"{name}: unknown classes {sorted(map(str, unknown))}; classes are {trace.classes.tolist()}"
+            )
         missing = [c for c in trace.classes.tolist() if c not in values]
         if missing and default is None:
             raise InputError(f"{name}: no value for classes {missing}")
@@ -173,9 +175,27 @@ def replay_requests(
     unit = np.full(trace.n, -1, dtype=np.int64)
     start = time.perf_counter()
     n_units = _engine.replay_requests(
-        scheduler, trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase,
-        trace.op, trace.classes.size, trace.n_streams, trace.n_servers, trace.n_phases, device.as_tuple(),
-        weight, reservation, limit, vector, dispatch, complete, unit,
+        scheduler,
+        trace.arrival,
+        trace.size,
+        trace.offset,
+        trace.cls,
+        trace.stream,
+        trace.server,
+        trace.phase,
+        trace.op,
+        trace.classes.size,
+        trace.n_streams,
+        trace.n_servers,
+        trace.n_phases,
+        device.as_tuple(),
+        weight,
+        reservation,
+        limit,
+        vector,
+        dispatch,
+        complete,
+        unit,
     )
     seconds = time.perf_counter() - start
     metrics = compute_request_metrics(

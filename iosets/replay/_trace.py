@@ -135,7 +135,11 @@ def _check_values(frame: pl.DataFrame) -> None:
         (~pl.col("op").is_in(["read", "write"]), "op: expected 'read'|'write'", "op"),
         (pl.col("size").is_null() | (pl.col("size") <= 0), "size: expected bytes > 0", "size"),
         (pl.col("offset").is_null() | (pl.col("offset") < 0), "offset: expected bytes >= 0", "offset"),
-        (pl.col("start").is_null() | ~pl.col("start").cast(pl.Float64).is_finite(), "start: expected a finite date", "start"),
+        (
+            pl.col("start").is_null() | ~pl.col("start").cast(pl.Float64).is_finite(),
+            "start: expected a finite date",
+            "start",
+        ),
     ]
     for condition, message, column in checks:
         bad = frame.filter(condition.fill_null(True))

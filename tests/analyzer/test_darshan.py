@@ -15,8 +15,10 @@ from iosets.analyzer._ops import OPS_SCHEMA  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
 
 DIR = os.path.dirname(darshan.__file__)
-LOGS = sorted(glob.glob(os.path.join(DIR, "examples", "example_logs", "*.darshan"))
-              + glob.glob(os.path.join(DIR, "tests", "input", "*.darshan")))
+LOGS = sorted(
+    glob.glob(os.path.join(DIR, "examples", "example_logs", "*.darshan"))
+    + glob.glob(os.path.join(DIR, "tests", "input", "*.darshan"))
+)
 DXT_LOG = os.path.join(DIR, "examples", "example_logs", "dxt.darshan")
 
 
@@ -59,8 +61,7 @@ def test_source_and_counters(path, jobs):
     job = jobs[path]
     report = darshan.DarshanReport(path, read_all=True)
     has_dxt = any(m in report.modules for m in ("DXT_POSIX", "DXT_MPIIO"))
-    assert job.source == ("dxt" if has_dxt else "heatmap" if "HEATMAP" in report.modules
-                          else "counters")
+    assert job.source == ("dxt" if has_dxt else "heatmap" if "HEATMAP" in report.modules else "counters")
     assert (job.ops is not None) == has_dxt
     assert job.heatmap is None or job.source == "heatmap"
     assert job.partial_dxt is False  # no shipped log is partial
@@ -113,8 +114,9 @@ def test_dxt_ops_equal_pydarshan_to_df(jobs):
     for rec in report.records["DXT_POSIX"].to_df():
         for op, key in (("write", "write_segments"), ("read", "read_segments")):
             seg = rec[key]
-            for off, ln, st, en in zip(seg.get("offset", []), seg.get("length", []),
-                                       seg.get("start_time", []), seg.get("end_time", [])):
+            for off, ln, st, en in zip(
+                seg.get("offset", []), seg.get("length", []), seg.get("start_time", []), seg.get("end_time", [])
+            ):
                 rows.append((rec["rank"], op, off, ln, st, en))
     assert ops.height == len(rows) == 7623
     ref = np.array([r[2:] for r in rows], dtype=np.float64)
@@ -130,8 +132,7 @@ def test_dxt_ops_equal_pydarshan_to_df(jobs):
 
 def test_dxt_mpiio_used_only_without_posix(jobs):
     job = jobs[os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan")]
-    report = darshan.DarshanReport(os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan"),
-                                   read_all=True)
+    report = darshan.DarshanReport(os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan"), read_all=True)
     n_posix = sum(r["write_count"] + r["read_count"] for r in report.records["DXT_POSIX"].to_df())
     assert job.ops.height == n_posix
 
@@ -149,11 +150,14 @@ def test_truncated_log_raises(tmp_path, cut):
         read_darshan(bad)
 
 
-@pytest.mark.parametrize("content, reason", [
-    (b"hello, not a darshan log\n" * 10, "not a readable Darshan log"),
-    (b"", "empty file"),
-    (b"BZh91AY&SY" + b"\0" * 100, "a bzip2-compressed file"),
-])
+@pytest.mark.parametrize(
+    "content, reason",
+    [
+        (b"hello, not a darshan log\n" * 10, "not a readable Darshan log"),
+        (b"", "empty file"),
+        (b"BZh91AY&SY" + b"\0" * 100, "a bzip2-compressed file"),
+    ],
+)
 def test_non_darshan_file_raises(tmp_path, content, reason):
     bad = tmp_path / "bad.darshan"
     bad.write_bytes(content)
@@ -169,13 +173,15 @@ def test_missing_file_raises(tmp_path):
 def test_bad_log_does_not_crash_interpreter(tmp_path):
     import subprocess
     import sys
+
     data = open(DXT_LOG, "rb").read()
     bad = tmp_path / "cut.darshan"
     bad.write_bytes(data[: len(data) // 2])
-    code = ("import sys; from iosets.analyzer._darshan import read_darshan\n"
-            "from iosets.errors import InputError\n"
-            "try: read_darshan(sys.argv[1])\n"
-            "except InputError: print('ok')\n")
-    out = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True,
-                         timeout=60)
+    code = (
+        "import sys; from iosets.analyzer._darshan import read_darshan\n"
+        "from iosets.errors import InputError\n"
+        "try: read_darshan(sys.argv[1])\n"
+        "except InputError: print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(bad)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr

@@ -59,9 +59,7 @@ def test_periodic_detection_per_duty_cycle(periodic_results, duty):
 
 
 def test_w_iter_median_relative_error_below_one_percent(periodic_results):
-    errors = [
-        abs(p.w_iter - t["w_iter"]) / t["w_iter"] for _, p, t in periodic_results if p.periodic
-    ]
+    errors = [abs(p.w_iter - t["w_iter"]) / t["w_iter"] for _, p, t in periodic_results if p.periodic]
     assert np.median(errors) < 0.01
     assert np.percentile(errors, 90) < 0.05
 
@@ -194,18 +192,14 @@ def test_empty_ops_raises():
 
 def test_negative_size_raises():
     ops, _ = _make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
-    ops = ops.with_columns(
-        pl.when(pl.int_range(pl.len()) == 3).then(-5).otherwise(pl.col("size")).alias("size")
-    )
+    ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(-5).otherwise(pl.col("size")).alias("size"))
     with pytest.raises(InputError, match=r"row 3: size must be >= 0 bytes, got -5"):
         periodicity(ops)
 
 
 def test_end_before_start_raises():
     ops, _ = _make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
-    ops = ops.with_columns(
-        pl.when(pl.int_range(pl.len()) == 2).then(-1.0).otherwise(pl.col("end")).alias("end")
-    )
+    ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(-1.0).otherwise(pl.col("end")).alias("end"))
     with pytest.raises(InputError, match="row 2: end .* is before start"):
         periodicity(ops)
 

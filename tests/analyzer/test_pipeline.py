@@ -4,11 +4,11 @@ import glob
 import os
 import shutil
 
+import darshan
 import numpy as np
 import polars as pl
 import pytest
 
-import darshan
 from iosets.analyzer import analyze, analyze_ops, expand_paths
 from iosets.analyzer._pipeline import JOB_COLUMNS
 

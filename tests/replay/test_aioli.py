@@ -57,9 +57,7 @@ def strided_writers(processes=8, count=300, period=0.008, jitter=0.0005, seed=0)
     """The shift phenomenon: at each step every process writes the next block of an interleaved pattern
     (block k * processes + p), the processes slightly shifted in time."""
     rng = np.random.default_rng(seed)
-    arrival = np.concatenate(
-        [np.arange(count) * period + rng.uniform(0, jitter, count) for _ in range(processes)]
-    )
+    arrival = np.concatenate([np.arange(count) * period + rng.uniform(0, jitter, count) for _ in range(processes)])
     offset = np.concatenate([(np.arange(count) * processes + p) * SIZE for p in range(processes)])
     return make_trace(arrival, offset, cls=np.repeat(np.arange(processes), count))
 
@@ -77,8 +75,7 @@ def check_units(replay, max_aggregation):
     for members in units(replay):
         members = members[np.argsort(trace.offset[members], kind="stable")]
         assert np.all(
-            trace.offset[members][1:]
-            == trace.offset[members][:-1] + trace.size[members][:-1].astype(np.int64)
+            trace.offset[members][1:] == trace.offset[members][:-1] + trace.size[members][:-1].astype(np.int64)
         )
         assert np.unique(trace.stream[members]).size == 1 and np.unique(trace.op[members]).size == 1
         assert members.size == 1 or trace.size[members].sum() <= max_aggregation
@@ -102,9 +99,7 @@ def test_interleaved_region_writers_beat_fcfs_by_aggregating():
     aioli = replay_requests(trace, "aioli", device=DEVICE)
     assert aioli.metrics.mean_aggregation_size > 1.5
     assert aioli.metrics.aggregate_throughput > 1.8 * fcfs.metrics.aggregate_throughput
-    assert aioli.metrics.aggregate_throughput == pytest.approx(
-        offered, rel=0.05
-    )  # it keeps up with arrivals
+    assert aioli.metrics.aggregate_throughput == pytest.approx(offered, rel=0.05)  # it keeps up with arrivals
     check_units(aioli, 1048576)
 
 
@@ -189,9 +184,7 @@ def test_waits_are_bounded_on_the_simulated_clock(max_wait, max_aggregation, run
     count = 1 + 4 * 50
     trace = make_trace(np.arange(count) * 0.001, np.arange(count) * SIZE)
     device = Device(seek=0.0)
-    replay = replay_requests(
-        trace, "aioli", device=device, max_wait=max_wait, max_aggregation=max_aggregation
-    )
+    replay = replay_requests(trace, "aioli", device=device, max_wait=max_wait, max_aggregation=max_aggregation)
     sizes = [len(u) for u in units(replay)]
     assert sizes[0] == 1  # nothing learnt yet
     assert sizes[1:-1] == [run] * (len(sizes) - 2)

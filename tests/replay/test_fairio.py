@@ -11,9 +11,7 @@ from iosets.replay._trace import RequestTrace
 
 DEVICE = Device()  # queue depth 1, 1 GB/s, 50 us per unit, 2 ms seek
 SIZE = 65536
-COST = (
-    DEVICE.overhead + SIZE / DEVICE.bandwidth + DEVICE.seek
-)  # every request seeks: random offsets
+COST = DEVICE.overhead + SIZE / DEVICE.bandwidth + DEVICE.seek  # every request seeks: random offsets
 WEIGHTS = np.array([3.0, 4.0, 5.0, 6.0])  # the paper's weights: 16.7 / 22.2 / 27.8 / 33.3 %
 
 
@@ -61,9 +59,7 @@ def disk_time(trace, replay) -> np.ndarray:
 def class_disk_time(trace, replay, start, end) -> np.ndarray:
     """Disk time per class of the requests completed in [start, end)."""
     inside = (replay.complete >= start) & (replay.complete < end)
-    return np.bincount(
-        trace.cls[inside], weights=disk_time(trace, replay)[inside], minlength=trace.classes.size
-    )
+    return np.bincount(trace.cls[inside], weights=disk_time(trace, replay)[inside], minlength=trace.classes.size)
 
 
 def test_parameters_are_listed_in_c_order():
@@ -82,13 +78,9 @@ def test_four_backlogged_classes_get_disk_time_shares_of_their_weights(mode):
     # Section III-D: weights 3, 4, 5, 6 -> 16.7 / 22.2 / 27.8 / 33.3 % of the disk time
     horizon = 10.0
     trace = backlogged(horizon)
-    replay = replay_requests(
-        trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode
-    )
+    replay = replay_requests(trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode)
     disk = class_disk_time(trace, replay, 1.0, horizon)
-    assert np.allclose(
-        disk.sum(), horizon - 1.0, rtol=1e-3
-    )  # the disk never idles while all are backlogged
+    assert np.allclose(disk.sum(), horizon - 1.0, rtol=1e-3)  # the disk never idles while all are backlogged
     share = 100 * disk / disk.sum()
     assert np.abs(share - 100 * WEIGHTS / WEIGHTS.sum()).max() < 2.0
 
@@ -99,9 +91,7 @@ def test_error_i_of_delivered_throughput_is_small(mode):
     # disk-time shares become throughput shares (the paper's varmail < 0.5 %, BTIO < 2 %)
     horizon = 10.0
     trace = backlogged(horizon, seed=3)
-    replay = replay_requests(
-        trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode
-    )
+    replay = replay_requests(trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode)
     error = share_error(interval_bytes(trace, replay.complete, 1.0, horizon), WEIGHTS)
     assert abs(error.sum()) < 1e-12
     assert np.abs(error).max() < 0.02
@@ -117,9 +107,7 @@ def test_aggregate_throughput_matches_fcfs(load):
     trace = backlogged(8.0, load=load, seed=5)
     fcfs = replay_requests(trace, "fcfs", device=DEVICE).metrics.aggregate_throughput
     for mode in (0, 1):
-        fairio = replay_requests(
-            trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode
-        )
+        fairio = replay_requests(trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.1, mode=mode)
         assert fairio.metrics.aggregate_throughput == pytest.approx(fcfs, rel=0.04)
         assert fairio.metrics.aggregate_throughput == pytest.approx(fcfs, rel=1e-9)
 
@@ -131,27 +119,21 @@ def test_longer_windows_follow_the_weights_more_closely():
     target = 100 * WEIGHTS / WEIGHTS.sum()
     worst = {}
     for r in (5, 80):
-        replay = replay_requests(
-            trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.05, window_cycles=r
-        )
+        replay = replay_requests(trace, "fairio", weights=WEIGHTS, device=DEVICE, cycle_length=0.05, window_cycles=r)
         disk = class_disk_time(trace, replay, 1.0, horizon)
         worst[r] = np.abs(100 * disk / disk.sum() - target).max()
     assert worst[80] < 0.5
     assert worst[80] < worst[5]
 
 
-@pytest.mark.parametrize(
-    "device", [Device(queue_depth=16), Device(iops=500.0)], ids=["depth-16", "iops"]
-)
+@pytest.mark.parametrize("device", [Device(queue_depth=16), Device(iops=500.0)], ids=["depth-16", "iops"])
 def test_shares_hold_with_a_deep_device_queue_and_in_iops_mode(device):
     # disk time is measured from completions (service start to end), whatever the depth
     horizon = 10.0
     trace = backlogged(horizon, seed=11)
     target = 100 * WEIGHTS / WEIGHTS.sum()
     for mode, bound in ((0, 2.0), (1, 0.5)):
-        replay = replay_requests(
-            trace, "fairio", weights=WEIGHTS, device=device, cycle_length=0.1, mode=mode
-        )
+        replay = replay_requests(trace, "fairio", weights=WEIGHTS, device=device, cycle_length=0.1, mode=mode)
         disk = class_disk_time(trace, replay, 1.0, horizon)
         assert np.abs(100 * disk / disk.sum() - target).max() < bound
 
@@ -177,9 +159,7 @@ def test_each_server_shares_its_own_disk(mode, r, bound):
         mine = np.flatnonzero(server == v)
         order = mine[np.argsort(replay.complete[mine], kind="stable")]
         done = replay.complete[order]
-        time[order] = done - np.maximum(
-            replay.dispatch[order], np.concatenate([[-np.inf], done[:-1]])
-        )
+        time[order] = done - np.maximum(replay.dispatch[order], np.concatenate([[-np.inf], done[:-1]]))
         inside = order[(done >= 1.0) & (done < horizon)]
         disk = np.bincount(trace.cls[inside], weights=time[inside], minlength=4)
         assert np.abs(100 * disk / disk.sum() - 100 * WEIGHTS / WEIGHTS.sum()).max() < bound
@@ -212,9 +192,9 @@ def extra_after_return(trace, replay, weights, back_at, window):
     order = np.argsort(replay.complete, kind="stable")
     order = order[replay.complete[order] >= back_at]
     done = replay.complete[order]
-    extra = np.cumsum(np.where(trace.cls[order] == 0, time[order], 0)) - weights[
-        0
-    ] / weights.sum() * np.cumsum(time[order])
+    extra = np.cumsum(np.where(trace.cls[order] == 0, time[order], 0)) - weights[0] / weights.sum() * np.cumsum(
+        time[order]
+    )
     inside = done <= back_at + window
     return extra[inside].max(), extra[inside][-1]
 
@@ -229,9 +209,7 @@ def test_idle_class_is_compensated_within_the_window_in_compensation_mode_only()
     compensated = replay_requests(trace, "fairio", mode=0, compensate_idle=1, **params)
     idle = back_at - compensated.complete[(trace.cls == 0) & (trace.arrival < idle_from)].max()
     assert 0.9 < idle < 1.1 < window
-    owed = (
-        weights[0] / weights.sum() * idle
-    )  # its weight share of the disk time it left to the others
+    owed = weights[0] / weights.sum() * idle  # its weight share of the disk time it left to the others
     peak, after_window = extra_after_return(trace, compensated, weights, back_at, window)
     assert 0.75 * owed < peak < 1.3 * owed
     # the idle cycles leave the window before the compensation does: the extra is taken back
@@ -272,9 +250,7 @@ def test_class_threshold_defers_small_shares_without_starving_them():
     weights = np.array([1.0, 8.0, 8.0, 8.0])
     share = {}
     for mode in (0, 1):
-        replay = replay_requests(
-            trace, "fairio", weights=weights, device=DEVICE, cycle_length=0.01, mode=mode
-        )
+        replay = replay_requests(trace, "fairio", weights=weights, device=DEVICE, cycle_length=0.01, mode=mode)
         disk = class_disk_time(trace, replay, 1.0, 6.0)
         share[mode] = 100 * disk[0] / disk.sum()
     assert share[1] == pytest.approx(4.0, abs=0.5)

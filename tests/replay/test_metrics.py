@@ -50,9 +50,7 @@ def test_priority_shares_seen_through_the_window(workload_of):
 
 def test_io_slowdown_is_a_geometric_mean(workload_of):
     # job 0: T_io 1 s, 2 phases end inside; job 1: T_io 2 s, 1 phase
-    wl = workload_of(
-        [(0, 0, 1, [[1, GB], [1, GB]]), (50, 1, 1, [[1, 2 * GB]])], window=(0, 60)
-    )
+    wl = workload_of([(0, 0, 1, [[1, GB], [1, GB]]), (50, 1, 1, [[1, 2 * GB]])], window=(0, 60))
     m = metrics(wl)
     ratio0 = (60 - 2) / (1 * 2)
     ratio1 = (60 - 1) / (2 * 1)

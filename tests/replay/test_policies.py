@@ -10,7 +10,9 @@ from iosets.replay import POLICIES, assign_policy, replay_phases
 
 @pytest.fixture(scope="module")
 def workload():
-    return make_iosets_workload([(3, 10, 0.5), (2, 100, 5), (1, 1000, 10)], horizon=3000, window=(500, 2500), random_state=2)
+    return make_iosets_workload(
+        [(3, 10, 0.5), (2, 100, 5), (1, 1000, 10)], horizon=3000, window=(500, 2500), random_state=2
+    )
 
 
 def test_each_policy_assignment(workload):

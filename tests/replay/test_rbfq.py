@@ -26,10 +26,19 @@ def make_trace(arrival, cls, server=None, size=None) -> RequestTrace:
     size = np.full(n, MB) if size is None else np.asarray(size, dtype=np.float64)[order]
     n_classes = int(cls.max()) + 1
     return RequestTrace(
-        arrival=arrival[order], size=size, offset=np.zeros(n, np.int64), cls=cls, stream=cls.copy(),
-        server=server, phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8),
-        classes=np.arange(n_classes), n_streams=n_classes, n_servers=int(server.max()) + 1,
-        n_phases=0, order=order.astype(np.int64),
+        arrival=arrival[order],
+        size=size,
+        offset=np.zeros(n, np.int64),
+        cls=cls,
+        stream=cls.copy(),
+        server=server,
+        phase=np.full(n, -1, np.int32),
+        op=np.zeros(n, np.int8),
+        classes=np.arange(n_classes),
+        n_streams=n_classes,
+        n_servers=int(server.max()) + 1,
+        n_phases=0,
+        order=order.astype(np.int64),
     )
 
 
@@ -72,9 +81,7 @@ def test_table_1_allocation_in_bytes(capacity, expected):
     horizon = 400.0
     trace = backlogged([int(capacity * horizon)] * 2)
     device = Device(bandwidth=capacity * MB, overhead=0.0, seek=0.0)
-    result = replay_requests(
-        trace, "rbfq", weights=[1, 5], reservations=[MB, MB], device=device, cost_bytes=1
-    )
+    result = replay_requests(trace, "rbfq", weights=[1, 5], reservations=[MB, MB], device=device, cost_bytes=1)
     rate = interval_bytes(trace, result.complete, 0.0, horizon) / horizon / MB
     np.testing.assert_allclose(allocation([1, 1], [1, 5], capacity), expected)
     np.testing.assert_allclose(rate, expected, rtol=0.02)
@@ -103,9 +110,7 @@ FIGURE_4_W = [10, 20, 5, 1]
 def test_figure_4_allocation(capacity, expected):
     horizon = 20.0
     trace = backlogged([int(capacity * horizon)] * 4)
-    result = replay_requests(
-        trace, "rbfq", weights=FIGURE_4_W, reservations=FIGURE_4_M, device=Device(iops=capacity)
-    )
+    result = replay_requests(trace, "rbfq", weights=FIGURE_4_W, reservations=FIGURE_4_M, device=Device(iops=capacity))
     np.testing.assert_allclose(allocation(FIGURE_4_M, FIGURE_4_W, capacity), expected)
     np.testing.assert_allclose(served(trace, result, 0.0, horizon), expected, rtol=0.02)
 
@@ -122,9 +127,7 @@ def test_figure_4_closed_form_between_critical_capacities():
 def test_figure_4_between_critical_capacities(capacity):
     horizon = 40.0
     trace = backlogged([int(capacity * horizon)] * 4)
-    result = replay_requests(
-        trace, "rbfq", weights=FIGURE_4_W, reservations=FIGURE_4_M, device=Device(iops=capacity)
-    )
+    result = replay_requests(trace, "rbfq", weights=FIGURE_4_W, reservations=FIGURE_4_M, device=Device(iops=capacity))
     expected = allocation(FIGURE_4_M, FIGURE_4_W, capacity)
     np.testing.assert_allclose(served(trace, result, 0.0, horizon), expected, rtol=0.02)
 
@@ -140,9 +143,7 @@ def test_random_backlogged_clients_get_the_closed_form(seed):
     capacity = float(rng.uniform(0.5, 3.0) * minimum.sum())
     horizon = 40000 / capacity
     trace = backlogged([int(capacity * horizon * 1.1)] * n_clients)
-    result = replay_requests(
-        trace, "rbfq", weights=weight, reservations=minimum, device=Device(iops=capacity)
-    )
+    result = replay_requests(trace, "rbfq", weights=weight, reservations=minimum, device=Device(iops=capacity))
     expected = allocation(minimum, weight, capacity)
     np.testing.assert_allclose(served(trace, result, 0.0, horizon), expected, rtol=0.01)
 
@@ -239,9 +240,7 @@ def hot_spot(capacity_2: float, distributed: float):
     size = np.where(server == 0, MB, MB * 100 / capacity_2)
     trace = make_trace(np.zeros(cls.size), cls, server, size)
     device = Device(bandwidth=100 * MB, overhead=0.0, seek=0.0)
-    result = replay_requests(
-        trace, "rbfq", reservations=[20, 20], device=device, distributed=distributed
-    )
+    result = replay_requests(trace, "rbfq", reservations=[20, 20], device=device, distributed=distributed)
     return [served(trace, result, 0.0, horizon, server=s) for s in (0, 1)]
 
 
@@ -287,8 +286,12 @@ def test_unused_classes_and_servers_change_nothing():
     limit = np.where(np.arange(6) == 2, 40.0, 0.0)
     kwargs = dict(device=Device(iops=300, queue_depth=2), idle_credit=4)
     small = replay_requests(
-        make_trace(arrival, cls, server), "rbfq",
-        weights=weight, reservations=reservation, limits=limit, **kwargs,
+        make_trace(arrival, cls, server),
+        "rbfq",
+        weights=weight,
+        reservations=reservation,
+        limits=limit,
+        **kwargs,
     )
     spread = 5000 * cls  # same class order, 25001 classes, 6 used
     big = make_trace(arrival, spread, 7 * server)
@@ -297,8 +300,12 @@ def test_unused_classes_and_servers_change_nothing():
         return np.repeat(values, 5000)[: big.classes.size]
 
     result = replay_requests(
-        big, "rbfq",
-        weights=expand(weight), reservations=expand(reservation), limits=expand(limit), **kwargs,
+        big,
+        "rbfq",
+        weights=expand(weight),
+        reservations=expand(reservation),
+        limits=expand(limit),
+        **kwargs,
     )
     np.testing.assert_array_equal(result.dispatch, small.dispatch)
     np.testing.assert_array_equal(result.complete, small.complete)

@@ -106,8 +106,7 @@ def as_workload(release, sets, priority, phases, bandwidth, window):
         "horizon": 100.0,
         "window": list(window),
         "jobs": [
-            {"id": f"j{j}", "release": release[j], "phases": [list(p) for p in phases[j]]}
-            for j in range(len(release))
+            {"id": f"j{j}", "release": release[j], "phases": [list(p) for p in phases[j]]} for j in range(len(release))
         ],
     }
     return Workload.from_dict(data).with_assignment(np.array(sets), np.array(priority))
@@ -124,9 +123,7 @@ def check_seed(seed, make_case=random_case):
     for column in COLUMNS:
         expected = np.array([getattr(ph, column) for ph in flat])
         got = result.timeline[column].to_numpy()
-        np.testing.assert_allclose(
-            got, expected, rtol=RTOL, atol=1e-9, err_msg=f"seed {seed}: {column}"
-        )
+        np.testing.assert_allclose(got, expected, rtol=RTOL, atol=1e-9, err_msg=f"seed {seed}: {column}")
 
     expected = ref.window_metrics(timeline, bandwidth, window)
     got = (result.metrics.utilization, result.metrics.io_slowdown, result.metrics.max_stretch)
@@ -167,9 +164,7 @@ def test_reference_tolerance_matches_exact_replay(seed):
     for column in COLUMNS:
         got = np.array([getattr(ph, column) for ph in floats])
         expected = np.array([float(getattr(ph, column)) for ph in exact])
-        np.testing.assert_allclose(
-            got, expected, rtol=1e-12, atol=1e-12, err_msg=f"seed {seed}: {column}"
-        )
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12, err_msg=f"seed {seed}: {column}")
 
 
 # Minimal case found by the cross-check. Set 1 holds j1 (priority 0.5) and j2. In exact

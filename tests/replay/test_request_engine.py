@@ -109,11 +109,16 @@ def test_bad_arguments_are_named(kwargs, error, message):
 
 @pytest.mark.parametrize(
     "column, value, message",
-    [("op", "rd", "ops row 1: op: expected 'read'\\|'write', got 'rd'"), ("size", 0, "ops row 1: size: expected bytes > 0, got 0")],
+    [
+        ("op", "rd", "ops row 1: op: expected 'read'\\|'write', got 'rd'"),
+        ("size", 0, "ops row 1: size: expected bytes > 0, got 0"),
+    ],
 )
 def test_bad_ops_rows_are_named(column, value, message):
     ops = ops_of([("a", 0, MB, 0), ("b", 0, MB, 1)])
-    ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 1).then(pl.lit(value)).otherwise(pl.col(column)).alias(column))
+    ops = ops.with_columns(
+        pl.when(pl.int_range(pl.len()) == 1).then(pl.lit(value)).otherwise(pl.col(column)).alias(column)
+    )
     with pytest.raises(InputError, match=message):
         replay_requests(ops, "fcfs")
 

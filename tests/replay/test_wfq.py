@@ -69,7 +69,7 @@ def test_iosets_wfq_matches_the_phase_engine():
     """Seed 004 at request level: per-phase I/O times within 5 % of the phase engine's."""
     wl = make_iosets_workload([(2, 10, 0.5), (2, 100, 5)], horizon=400, window=(50, 350), noise=0.0, random_state=5)
     sets = np.array([1, 1, 2, 2])
-    priority = 10.0 ** -sets
+    priority = 10.0**-sets
     wl = wl.with_assignment(sets, priority)
     phase = replay_phases(wl, "explicit").timeline
     ops = make_phase_requests(wl, phase["cpu_end"].to_numpy(), request_size=1 << 20)
@@ -84,4 +84,3 @@ def test_iosets_wfq_matches_the_phase_engine():
     duration_requests = ends["complete"].to_numpy() - requested
     duration_phases = expected["io_end"].to_numpy() - requested
     np.testing.assert_allclose(duration_requests, duration_phases, rtol=0.05)
-
