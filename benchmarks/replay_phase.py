@@ -23,7 +23,7 @@ import numpy as np
 from iosets.datasets import figure_seed, make_figure_workload
 from iosets.replay import assign_policy, replay_phases
 from iosets.replay._experiments import REFERENCE_POLICIES
-from iosets.replay._metrics import compute_phase_metrics
+from iosets.replay._metrics import workload_metrics
 from iosets.workload import write_workload
 
 HERE = Path(__file__).parent
@@ -50,18 +50,7 @@ def simgrid_metrics(workload, io_start, io_end):
     cpu_end = cpu_start + t_cpu
     duration = np.maximum(io_end - io_start, 1e-300)
     remaining = tuple(io_bytes * np.clip((io_end - t) / duration, 0, 1) for t in workload.window)
-    return compute_phase_metrics(
-        job,
-        workload.n_jobs,
-        io_bytes,
-        cpu_start,
-        cpu_end,
-        io_start,
-        io_end,
-        remaining,
-        bandwidth=workload.bandwidth,
-        window=workload.window,
-    )
+    return workload_metrics(workload, cpu_start, cpu_end, io_start, io_end, remaining)
 
 
 def run_simgrid(workload, policy: str, folder: Path) -> dict:

@@ -71,3 +71,19 @@ def compute_phase_metrics(
     max_stretch = float(np.max(width / work[work > 0])) if (work > 0).any() else float("nan")
     utilization = float(e_cpu.sum() / (n_jobs * width)) if n_jobs else float("nan")
     return PhaseMetrics(utilization=utilization, io_slowdown=io_slowdown, max_stretch=max_stretch)
+
+
+def workload_metrics(workload, cpu_start, cpu_end, io_start, io_end, remaining) -> PhaseMetrics:
+    """Metrics of a timeline of ``workload`` (phase arrays in the workload's phase order)."""
+    return compute_phase_metrics(
+        workload.phases["job"].to_numpy(),
+        workload.n_jobs,
+        workload.phases["io_bytes"].to_numpy(),
+        cpu_start,
+        cpu_end,
+        io_start,
+        io_end,
+        remaining,
+        bandwidth=workload.bandwidth,
+        window=workload.window,
+    )

@@ -7,7 +7,7 @@ import polars as pl
 
 from ..workload import Workload
 from . import _engine
-from ._metrics import PhaseMetrics, compute_phase_metrics
+from ._metrics import PhaseMetrics, workload_metrics
 from ._policies import assign_policy
 
 
@@ -77,18 +77,7 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
     )
     cpu_start, cpu_end, io_start, io_end, rem_tb, rem_te = out
     job = workload.phases["job"].to_numpy()
-    metrics = compute_phase_metrics(
-        job,
-        workload.n_jobs,
-        io_bytes,
-        cpu_start,
-        cpu_end,
-        io_start,
-        io_end,
-        (rem_tb, rem_te),
-        bandwidth=workload.bandwidth,
-        window=workload.window,
-    )
+    metrics = workload_metrics(workload, cpu_start, cpu_end, io_start, io_end, (rem_tb, rem_te))
     timeline = pl.DataFrame(
         {
             "job_id": workload.jobs["id"].gather(job),

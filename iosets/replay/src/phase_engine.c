@@ -151,7 +151,7 @@ static void fire_probes(engine *e, double until)
 
 /* Dates closer than this (relative) are one date: the virtual clock's rounding
  * must not reorder events that coincide in exact arithmetic. */
-#define SAME_DATE 1e-9
+#define SAME_DATE 1e-12
 
 static double same_date_limit(double date)
 {
