@@ -1,5 +1,19 @@
 """Recommender: from per-job w_iter to sets, priorities and enforcement parameters."""
 
-from ._mappings import map_sets, set_priorities
+from ._enforcement import AGIOS_MAX_WEIGHT, rbfq_reservations, wfq_weights
+from ._mappings import cluster_sets, map_sets, set_priorities
+from ._recommend import MAPPINGS, RECOMMENDATION_COLUMNS, assign_sets, recommend, set_summary
 
-__all__ = ["map_sets", "set_priorities"]
+__all__ = [
+    "AGIOS_MAX_WEIGHT",
+    "MAPPINGS",
+    "RECOMMENDATION_COLUMNS",
+    "assign_sets",
+    "cluster_sets",
+    "map_sets",
+    "rbfq_reservations",
+    "recommend",
+    "set_priorities",
+    "set_summary",
+    "wfq_weights",
+]

@@ -1,0 +1,66 @@
+"""Enforcement parameters from set priorities: AGIOS WFQ weights and RBFQ reservations, weights, limits."""
+
+import warnings
+
+import numpy as np
+
+from .._validation import check_count, check_positive
+from ..errors import InputError
+
+AGIOS_MAX_WEIGHT = 2**31 - 1
+"""AGIOS keeps a queue's weight plus credit in a C ``int`` (seed 000, section 2)."""
+
+
+def wfq_weights(priorities, *, max_request: int = 1 << 20, max_weight: int = AGIOS_MAX_WEIGHT) -> np.ndarray:
+    """Integer WFQ weights (bytes per round) proportional to ``priorities``.
+
+    The lowest priority gets ``max_request`` bytes per round, so that its queue can
+    always send its largest request in one round; the others get ``max_request x
+    priority / lowest priority``, rounded. A weight above ``max_weight`` is capped
+    with a warning: the ratio between those sets is then compressed.
+
+    Examples
+    --------
+    >>> wfq_weights([1.0, 0.1, 0.01], max_request=1024).tolist()
+    [102400, 10240, 1024]
+    """
+    max_request = check_count(max_request, "max_request", minimum=1)
+    p = np.asarray(priorities, dtype=np.float64)
+    if p.size == 0:
+        return np.empty(0, np.int64)
+    if np.any(~(p > 0)) or not np.all(np.isfinite(p)):
+        raise InputError(f"priorities must be finite and > 0, got {p.tolist()!r}")
+    weights = np.rint(max_request * (p / p.min()))
+    if np.any(weights > max_weight):
+        warnings.warn(
+            f"WFQ weights above {max_weight} (AGIOS int) capped: priorities span {p.max() / p.min():.3g}x, "
+            f"more than {max_weight // max_request}x with max_request={max_request}; lower max_request "
+            "or use fewer sets to keep the exact ratios",
+            stacklevel=2,
+        )
+        weights = np.minimum(weights, max_weight)
+    return weights.astype(np.int64)
+
+
+def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:
+    """Reservation (bytes/s) per job: ``safety x alpha_io x bandwidth``, scaled to fit.
+
+    ``alpha_io x bandwidth`` is a job's average demand (its I/O volume per
+    iteration over the iteration's length); the safety factor (default 1.5)
+    leaves room for the bursts of its I/O phases. RBFQ can only guarantee
+    reservations that sum to at most the capacity: when they would exceed
+    ``bandwidth`` they are scaled down in proportion, with a warning. Jobs
+    without an ``alpha_io`` (NaN) get no reservation (0).
+    """
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    safety = check_positive(safety, "safety")
+    alpha = np.nan_to_num(np.clip(np.asarray(alpha_io, dtype=np.float64), 0.0, 1.0), nan=0.0)
+    reservation = safety * alpha * bandwidth
+    total = reservation.sum()
+    if total > bandwidth:
+        warnings.warn(
+            f"RBFQ reservations sum to {total / bandwidth:.2f}x the bandwidth; scaled down to fit",
+            stacklevel=2,
+        )
+        reservation *= bandwidth / total
+    return reservation
