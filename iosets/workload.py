@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from ._io import atomic_path
 from .errors import InputError
 
-__all__ = ["Workload", "read_workload", "write_workload"]
+__all__ = ["Workload", "periodic_jobs", "read_workload", "write_workload"]
 
 JOB_SCHEMA = {
     "id": pl.String,
@@ -90,6 +90,24 @@ class Workload:
         given = self.jobs["w_iter"].to_numpy().astype(float)
         return np.where(np.isnan(given), observed, given)
 
+    def to_jobs(self) -> pl.DataFrame:
+        """A jobs table (DESIGN.md subset) of the workload: ``job_id``, ``w_iter``, ``alpha_io``
+        (I/O time alone over total time), ``n_phases`` and ``w_iter_confidence`` 1; the inverse
+        of :meth:`from_jobs` for periodic jobs."""
+        job = self.phases["job"].to_numpy()
+        io_time = np.bincount(job, weights=self.phases["io_bytes"].to_numpy() / self.bandwidth, minlength=self.n_jobs)
+        total = io_time + np.bincount(job, weights=self.phases["t_cpu"].to_numpy(), minlength=self.n_jobs)
+        return pl.DataFrame(
+            {
+                "job_id": self.jobs["id"],
+                "w_iter": self.characteristic_times(),
+                "w_iter_confidence": 1.0,
+                "alpha_io": np.divide(io_time, total, out=np.zeros(self.n_jobs), where=total > 0),
+                "n_phases": np.bincount(job, minlength=self.n_jobs),
+            },
+            nan_to_null=True,
+        )
+
     def with_assignment(self, sets: np.ndarray, priorities: np.ndarray) -> Workload:
         """Copy of the workload whose jobs carry the given sets and priorities."""
         jobs = self.jobs.with_columns(
@@ -123,19 +141,23 @@ class Workload:
         bandwidth: float = 1e9,
         horizon: float = 20000.0,
         window: tuple[float, float] = (6000.0, 14000.0),
+        random_state=None,
     ) -> Workload:
         """Periodic jobs from a jobs table: each job with a ``w_iter`` and ``alpha_io`` runs
         floor(horizon / w_iter) iterations of (1 - alpha_io) w_iter s of compute and
-        alpha_io w_iter B bytes of I/O, released at 0. Jobs without a rhythm are left out."""
-        usable = jobs.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter") > 0) & pl.col("alpha_io").is_not_null())
+        alpha_io w_iter B bytes of I/O. Jobs are released at 0, or at U[0, w_iter] as in the
+        paper's generator when ``random_state`` is given. Jobs without a rhythm are left out
+        (:func:`periodic_jobs` tells which)."""
+        usable = periodic_jobs(jobs)
         w = usable["w_iter"].to_numpy()
         alpha = np.clip(usable["alpha_io"].to_numpy(), 0.0, 1.0)
         n_iter = np.maximum(np.floor(horizon / w), 1).astype(np.int64)
         job = np.repeat(np.arange(usable.height), n_iter)
+        release = 0.0 if random_state is None else np.random.default_rng(random_state).uniform(0.0, w)
         frame = pl.DataFrame(
             {
                 "id": usable["job_id"].cast(pl.String),
-                "release": 0.0,
+                "release": release,
                 "set": None,
                 "priority": None,
                 "w_iter": w,
@@ -208,6 +230,14 @@ def _phase_block(phases, where: str) -> np.ndarray:
     if bad.size:
         raise InputError(f"{where}[{bad[0]}]: expected t_cpu >= 0 and io_bytes >= 0, got {phases[bad[0]]!r}")
     return block
+
+
+def periodic_jobs(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The rows of a jobs table that have a rhythm: ``w_iter`` > 0 and an ``alpha_io``."""
+    missing = [name for name in ("job_id", "w_iter", "alpha_io") if name not in jobs.columns]
+    if missing:
+        raise InputError(f"jobs table: missing column(s) {', '.join(missing)}")
+    return jobs.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter") > 0) & pl.col("alpha_io").is_not_null())
 
 
 def read_workload(path: str | os.PathLike) -> Workload:

@@ -8,6 +8,7 @@ from ._policies import POLICIES, assign_policy
 from ._request_metrics import RequestMetrics, backlogged_shares, interval_bytes, jain_index, share_error, sliding_shares
 from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
 from ._trace import RequestTrace
+from ._tune import TUNE_BASES, tune
 
 __all__ = [
     "Device",
@@ -31,4 +32,6 @@ __all__ = [
     "replay_phases",
     "run_experiment",
     "summarize_experiment",
+    "TUNE_BASES",
+    "tune",
 ]
