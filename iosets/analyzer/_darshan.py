@@ -60,7 +60,13 @@ _MAGIC = {
 
 @dataclass(frozen=True)
 class DarshanJob:
-    """One Darshan log: metadata, ops table or heatmap, counter totals and which source to trust."""
+    """One Darshan log: metadata, ops table or heatmap, counter totals and which source to trust.
+
+    ``partial_dxt`` is True when the DXT module used for ``ops`` is flagged incomplete: the
+    runtime ran out of DXT memory and dropped every later segment, so ``ops`` only covers the
+    start of the run. ``source`` is then ``'heatmap'`` if the log has HEATMAP bins (they cover
+    the whole run), else still ``'dxt'``.
+    """
 
     meta: dict
     ops: pl.DataFrame | None
@@ -356,7 +362,7 @@ def read_darshan(path) -> DarshanJob:
     DarshanJob
         ``ops`` has the ops-table columns (times in s since job start), one row per DXT
         segment, per record writes then reads; ``source`` tells which of ops / heatmap /
-        counters carries the time structure.
+        counters carries the time structure (HEATMAP rather than a partial DXT trace).
 
     Raises
     ------
@@ -412,13 +418,13 @@ def _read_all(b, path: Path) -> DarshanJob:
                 partial = log.modules["DXT_MPIIO"]["partial"]
             if ops is None:
                 partial = False
-        if ops is None and "HEATMAP" in log.modules:
+        if (ops is None or partial) and "HEATMAP" in log.modules:  # a truncated trace yields to whole-run bins
             heatmap = _read_heatmap(log)
             done.add("HEATMAP")
         for mod in _KNOWN_MODULES:
             if mod in log.modules and mod not in done:
                 _drain(log, mod)
-        source = "dxt" if ops is not None else "heatmap" if heatmap is not None else "counters"
+        source = "heatmap" if heatmap is not None else "dxt" if ops is not None else "counters"
         return DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
     finally:
         log.lib.darshan_log_close(log.handle)

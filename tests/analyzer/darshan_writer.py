@@ -1,0 +1,173 @@
+"""Write genuine Darshan logs with darshan-util's own writer functions (a test helper).
+
+The records are serialized as darshan-util 3.5 reads them back:
+
+* POSIX: ``struct darshan_posix_file`` (base record, 69 int64 counters, 17 double counters);
+* DXT_POSIX / DXT_MPIIO: ``struct dxt_file_record`` (base record, shared flag, 64-byte hostname,
+  write and read counts) followed by the write segments, then the read segments (32 bytes each);
+* HEATMAP: ``struct darshan_heatmap_record`` as laid out in memory, i.e. base record, bin width,
+  nbins and two (ignored) pointer slots, followed by the write bins, then the read bins.
+
+Module ids and versions are those of darshan 3.5 (``DARSHAN_MODULE_IDS``); darshan-util refuses
+a module whose version is newer than its own, and each module is written in increasing id order.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import cffi
+import numpy as np
+from darshan.backend import cffi_backend
+from darshan.discover_darshan import find_utils
+
+MOD_IDS = {"POSIX": 1, "MPI-IO": 2, "STDIO": 9, "DXT_POSIX": 10, "DXT_MPIIO": 11, "HEATMAP": 15}
+MOD_VERSIONS = {"POSIX": 4, "MPI-IO": 3, "STDIO": 2, "DXT_POSIX": 1, "DXT_MPIIO": 2, "HEATMAP": 1}
+HEATMAP_RECORD_IDS = {"POSIX": 16592106915301738621, "MPIIO": 3668870418325792824, "STDIO": 3989511027826779520}
+"""Record ids of the ``heatmap:<module>`` name records the runtime writes."""
+
+_CDEF = """
+struct darshan_job {
+    int64_t uid;
+    int64_t start_time_sec;
+    int64_t start_time_nsec;
+    int64_t end_time_sec;
+    int64_t end_time_nsec;
+    int64_t nprocs;
+    int64_t jobid;
+    char metadata[1024];
+};
+struct darshan_mnt_info { char mnt_type[3015]; char mnt_path[3015]; };
+typedef struct UT_hash_handle {
+    void *tbl;
+    void *prev;
+    void *next;
+    void *hh_prev;
+    void *hh_next;
+    void *key;
+    unsigned keylen;
+    unsigned hashv;
+} UT_hash_handle;
+struct darshan_name_record_ref { void *name_record; UT_hash_handle hlink; };
+void *darshan_log_create(const char *name, int comp_type, int partial_flag);
+int darshan_log_put_job(void *fd, struct darshan_job *job);
+int darshan_log_put_exe(void *fd, char *buf);
+int darshan_log_put_mounts(void *fd, struct darshan_mnt_info *mnts, int count);
+int darshan_log_put_namehash(void *fd, struct darshan_name_record_ref *hash);
+int darshan_log_put_mod(void *fd, int mod_id, void *buf, int size, int ver);
+void darshan_log_close(void *fd);
+"""
+_ZLIB = 0  # enum darshan_comp_type: DARSHAN_ZLIB_COMP
+_SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
+_DXT_HEAD = struct.Struct("<Qqq64sqq")
+_HEATMAP_HEAD = struct.Struct("<Qqdq16x")
+_POSIX_COUNTERS, _POSIX_FCOUNTERS = 69, 17
+
+_ffi = cffi.FFI()
+_ffi.cdef(_CDEF)
+_lib = None
+
+
+def _library():
+    """libdarshan-util with the writer declarations, found the way pydarshan finds it (once)."""
+    global _lib
+    if _lib is None:
+        _lib = find_utils(_ffi, None)
+    return _lib
+
+
+def posix_record(rec_id: int, rank: int, counters: dict | None = None, fcounters: dict | None = None) -> bytes:
+    """A POSIX record; counters by name (e.g. ``POSIX_BYTES_READ``), the rest zero."""
+    c = np.zeros(_POSIX_COUNTERS, dtype="<i8")
+    f = np.zeros(_POSIX_FCOUNTERS, dtype="<f8")
+    cnames, fnames = cffi_backend.counter_names("POSIX"), cffi_backend.fcounter_names("POSIX")
+    for name, value in (counters or {}).items():
+        c[cnames.index(name)] = value
+    for name, value in (fcounters or {}).items():
+        f[fnames.index(name)] = value
+    return struct.pack("<Qq", rec_id, rank) + c.tobytes() + f.tobytes()
+
+
+def dxt_record(rec_id: int, rank: int, writes=(), reads=(), hostname: str = "node0") -> bytes:
+    """A DXT file record; ``writes`` / ``reads`` are (offset, length, start, end) tuples."""
+    w = np.array([tuple(s) for s in writes], dtype=_SEGMENT)
+    r = np.array([tuple(s) for s in reads], dtype=_SEGMENT)
+    head = _DXT_HEAD.pack(rec_id, rank, 0, hostname.encode(), len(w), len(r))
+    return head + w.tobytes() + r.tobytes()
+
+
+def heatmap_record(module: str, rank: int, bin_width: float, write_bins, read_bins) -> bytes:
+    """A HEATMAP record of ``module`` (POSIX, MPIIO or STDIO) for one rank."""
+    w = np.asarray(write_bins, dtype="<i8")
+    r = np.asarray(read_bins, dtype="<i8")
+    if w.shape != r.shape:
+        raise ValueError("write_bins and read_bins must have the same length")
+    return _HEATMAP_HEAD.pack(HEATMAP_RECORD_IDS[module], rank, bin_width, len(w)) + w.tobytes() + r.tobytes()
+
+
+def _job(job: dict):
+    """A ``struct darshan_job`` from uid, jobid, nprocs, start/end (sec, nsec) and metadata."""
+    j = _ffi.new("struct darshan_job *")
+    j.uid, j.jobid, j.nprocs = job["uid"], job["jobid"], job["nprocs"]
+    j.start_time_sec, j.start_time_nsec = job["start"]
+    j.end_time_sec, j.end_time_nsec = job["end"]
+    j.metadata = job.get("metadata", "").encode()
+    return j
+
+
+def _namehash(names: dict, keep: list):
+    """A uthash list of name records, linked through ``hlink.next`` (all put_namehash iterates)."""
+    refs = _ffi.new("struct darshan_name_record_ref[]", max(len(names), 1))
+    for i, (rec_id, name) in enumerate(names.items()):
+        rec = _ffi.new("char[]", struct.pack("<Q", rec_id) + name.encode() + b"\0")
+        keep.append(rec)
+        refs[i].name_record = rec
+        refs[i].hlink.next = refs + i + 1 if i + 1 < len(names) else _ffi.NULL
+    return refs if names else _ffi.NULL
+
+
+def _put_mod(lib, fd, mod: str, buf: bytes) -> bool:
+    """Append one module's serialized records, with the module's log format version."""
+    return lib.darshan_log_put_mod(fd, MOD_IDS[mod], _ffi.from_buffer(buf), len(buf), MOD_VERSIONS[mod]) == 0
+
+
+def write_log(
+    path,
+    *,
+    job: dict,
+    exe: str = "",
+    mounts=(),
+    names: dict | None = None,
+    records: dict | None = None,
+    partial=(),
+) -> None:
+    """Write a Darshan log with darshan-util.
+
+    ``job`` has uid, jobid, nprocs, start and end as (sec, nsec); ``mounts`` are
+    (mount point, fs type) pairs (darshan-util only returns the exe when there is
+    at least one); ``names`` maps record ids to names; ``records`` maps a module
+    name to its serialized records; ``partial`` names modules flagged as incomplete.
+    """
+    lib = _library()
+    mask = 0
+    for mod in partial:
+        mask |= 1 << MOD_IDS[mod]
+    fd = lib.darshan_log_create(os.fsencode(path), _ZLIB, mask)
+    if fd == _ffi.NULL:
+        raise OSError(f"darshan_log_create failed for {path}")
+    keep: list = []
+    mnts = _ffi.new("struct darshan_mnt_info[]", max(len(mounts), 1))
+    for i, (point, fs_type) in enumerate(mounts):
+        mnts[i].mnt_path, mnts[i].mnt_type = point.encode(), fs_type.encode()
+    try:
+        ok = lib.darshan_log_put_job(fd, _job(job)) == 0
+        ok = ok and lib.darshan_log_put_exe(fd, _ffi.new("char[]", exe.encode())) == 0
+        ok = ok and lib.darshan_log_put_mounts(fd, mnts, len(mounts)) == 0
+        ok = ok and lib.darshan_log_put_namehash(fd, _namehash(names or {}, keep)) == 0
+        for mod in sorted(records or {}, key=MOD_IDS.__getitem__):
+            ok = ok and _put_mod(lib, fd, mod, b"".join(records[mod]))
+    finally:
+        lib.darshan_log_close(fd)
+    if not ok:
+        raise OSError(f"darshan-util failed to write {path}")
