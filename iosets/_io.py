@@ -34,3 +34,17 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
     with atomic_path(path) as tmp:
         frame.write_parquet(tmp) if path.suffix == ".parquet" else frame.write_csv(tmp)
     return path
+
+
+def read_frame(path: str | os.PathLike, *, what: str = "table", schema_overrides=None) -> pl.DataFrame:
+    """Read a ``.parquet`` or ``.csv`` table, naming the file and the reason when it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    try:
+        if path.suffix == ".parquet":
+            return pl.read_parquet(path)
+        return pl.read_csv(path, schema_overrides=schema_overrides)
+    except (pl.exceptions.PolarsError, OSError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{path}: not a readable {what} ({first})") from None

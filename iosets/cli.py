@@ -14,6 +14,7 @@ from rich.progress import track
 from rich.table import Table
 
 from . import __version__
+from ._cli_recommend import recommend_command, tune_command
 from ._io import write_frame
 from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
@@ -39,6 +40,8 @@ app = typer.Typer(
 DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-fairshare", "share-priority", "set-10")
 out = Console()
 err = Console(stderr=True)
+app.command("recommend")(recommend_command)
+app.command("tune")(tune_command)
 
 
 def _version(value: bool) -> None:

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import polars as pl
 
-from .._io import write_frame
+from .._io import read_frame, write_frame
 from ..errors import InputError
 
 OPS_SCHEMA = {
@@ -27,16 +27,7 @@ def read_ops(path) -> pl.DataFrame:
     Returns a frame with the DESIGN.md columns (``end`` and ``file`` optional) plus any extra columns.
     """
     path = Path(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
-    try:
-        if path.suffix == ".parquet":
-            frame = pl.read_parquet(path)
-        else:
-            frame = pl.read_csv(path, schema_overrides=OPS_SCHEMA)
-    except (pl.exceptions.PolarsError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{path}: not a readable ops table ({first})") from None
+    frame = read_frame(path, what="ops table", schema_overrides=OPS_SCHEMA)
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise InputError(f"{path}: missing columns {missing}; expected {list(REQUIRED)}")

@@ -1,0 +1,162 @@
+"""The recommender's commands: ``iosets recommend`` and ``iosets tune`` (registered in :mod:`iosets.cli`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated
+
+import polars as pl
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ._io import read_frame, write_frame
+from .errors import IosetsError
+from .recommender import recommend, set_summary
+from .replay import TUNE_BASES, tune
+
+out = Console()
+err = Console(stderr=True)
+
+Policy = Annotated[str, typer.Option(help="set-10, set-b (with --base), set-<b> such as set-2, or gmm.")]
+Bandwidth = Annotated[float | None, typer.Option(help="File system bandwidth (bytes/s), for RBFQ reservations.")]
+
+
+def fail(exc: Exception) -> typer.Exit:
+    """Print ``exc`` as an error line and return the exit to raise."""
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    return typer.Exit(code=1)
+
+
+@contextmanager
+def warnings_to_stderr() -> Iterator[None]:
+    """Show the library's warnings (capped weights, scaled reservations) as plain warning lines."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    for warning in caught:
+        err.print(f"[yellow]warning:[/] {warning.message}", highlight=False)
+
+
+def _rate(value) -> str:
+    return "-" if value is None else f"{value / 1e6:.1f} MB/s"
+
+
+def summary_table(summary: pl.DataFrame, title: str) -> Table:
+    """The per-set recommendation as a rich table."""
+    table = Table(title=title)
+    for column in ("set", "priority", "jobs", "w_iter range s", "WFQ weight B", "RBFQ weight", "reservation", "limit"):
+        table.add_column(column, justify="right")
+    for row in summary.iter_rows(named=True):
+        span = "-" if row["w_iter_min"] is None else f"{row['w_iter_min']:.3g} - {row['w_iter_max']:.3g}"
+        table.add_row(
+            str(row["set"]),
+            f"{row['priority']:.3g}",
+            str(row["n_jobs"]),
+            span,
+            str(row["wfq_weight"]),
+            f"{row['rbfq_weight']:.4g}",
+            _rate(row["rbfq_reservation"]),
+            _rate(row["rbfq_limit"]),
+        )
+    return table
+
+
+def recommend_command(
+    jobs_path: Annotated[Path, typer.Argument(metavar="JOBS", help="Jobs table from `iosets analyze`.")],
+    policy: Policy = "set-10",
+    base: Annotated[float, typer.Option(help="Base of set-b.")] = 10.0,
+    min_confidence: Annotated[float, typer.Option(help="Below this w_iter confidence: conservative set.")] = 0.5,
+    bandwidth: Bandwidth = None,
+    max_request: Annotated[int, typer.Option(help="Largest request (bytes): the lowest set's WFQ weight.")] = 1 << 20,
+    safety: Annotated[float, typer.Option(help="RBFQ reservation = safety x alpha_io x bandwidth.")] = 1.5,
+    limit: Annotated[float | None, typer.Option(help="RBFQ limit per job, fraction of bandwidth.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the recommended jobs table.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the per-set table as JSON only.")] = False,
+) -> None:
+    """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table."""
+    try:
+        with warnings_to_stderr():
+            jobs = read_frame(jobs_path, what="jobs table")
+            recommended = recommend(
+                jobs,
+                policy,
+                base=base,
+                min_confidence=min_confidence,
+                bandwidth=bandwidth,
+                max_request=max_request,
+                safety=safety,
+                limit=limit,
+            )
+            summary = set_summary(recommended)
+            if output is not None:
+                write_frame(recommended, output)
+    except (IosetsError, ValueError) as exc:
+        raise fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(summary.to_dicts()) + "\n")
+        return
+    n_conservative = int(recommended["conservative"].sum())
+    out.print(summary_table(summary, f"{policy}: {recommended.height} jobs, {n_conservative} in the conservative set"))
+    if output is not None:
+        err.print(f"wrote {output}")
+
+
+def tune_command(
+    jobs_path: Annotated[Path, typer.Argument(metavar="JOBS", help="Jobs table with w_iter and alpha_io.")],
+    bandwidth: Annotated[float, typer.Option(help="File system bandwidth (bytes/s).")] = 1e9,
+    horizon: Annotated[float | None, typer.Option(help="Replay length (s); default 20 x the largest w_iter.")] = None,
+    bases: Annotated[str, typer.Option(help="Comma-separated SET-b bases to try.")] = ",".join(
+        f"{b:g}" for b in TUNE_BASES
+    ),
+    gmm: Annotated[bool, typer.Option(help="Also try the Gaussian-mixture mapping.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the jobs' release dates.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ranking as JSON only.")] = False,
+) -> None:
+    """Replay the jobs under candidate mappings and FAIR-SHARE; rank by utilization, then Max Stretch."""
+    try:
+        chosen = [float(b) for b in bases.split(",") if b.strip()]
+        ranking = tune(
+            read_frame(jobs_path, what="jobs table"),
+            bases=chosen,
+            gmm=gmm,
+            bandwidth=bandwidth,
+            horizon=horizon,
+            random_state=seed,
+        )
+    except (IosetsError, ValueError) as exc:
+        raise fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(ranking.to_dicts()) + "\n")
+        return
+    out.print(ranking_table(ranking, f"Mappings replayed on {jobs_path.name}"))
+
+
+def ranking_table(ranking: pl.DataFrame, title: str) -> Table:
+    """The tuning ranking with each mapping's gain over FAIR-SHARE, and the recommended mapping as caption."""
+    fair = ranking.filter(pl.col("mapping") == "fair-share").row(0, named=True)
+    table = Table(title=title)
+    for column in ("rank", "mapping", "sets", "utilization", "IO-slowdown", "Max Stretch", "util vs fair-share"):
+        table.add_column(column, justify="left" if column == "mapping" else "right")
+    for row in ranking.iter_rows(named=True):
+        gain = 100 * (row["utilization"] / fair["utilization"] - 1)
+        table.add_row(
+            str(row["rank"]),
+            row["mapping"],
+            str(row["n_sets"]),
+            f"{row['utilization']:.4f}",
+            f"{row['io_slowdown']:.3f}",
+            f"{row['max_stretch']:.4f}",
+            f"{gain:+.2f} %",
+        )
+    best = ranking.row(0, named=True)
+    table.caption = (
+        f"recommended: {best['mapping']} (utilization {best['utilization']:.4f} vs FAIR-SHARE "
+        f"{fair['utilization']:.4f}, IO-slowdown {fair['io_slowdown'] / best['io_slowdown']:.2f}x better)"
+    )
+    return table

@@ -1,0 +1,66 @@
+"""`iosets recommend` and `iosets tune`: outputs equal the library's, bad input exits 1 with a message."""
+
+import json
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from iosets.cli import app
+from iosets.datasets import make_figure_workload
+from iosets.recommender import recommend, set_summary
+from iosets.replay import tune
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def jobs_file(tmp_path_factory):
+    workload = make_figure_workload("fig10", 50.0, random_state=0)
+    path = tmp_path_factory.mktemp("jobs") / "jobs.parquet"
+    workload.to_jobs().write_parquet(path)
+    return path
+
+
+def test_recommend_json_and_output_equal_the_api(jobs_file, tmp_path):
+    out = tmp_path / "rec.parquet"
+    args = ["recommend", str(jobs_file), "--bandwidth", "2e9", "--max-request", "65536", "-o", str(out), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    expected = recommend(pl.read_parquet(jobs_file), bandwidth=2e9, max_request=65536)
+    assert json.loads(result.stdout) == set_summary(expected).to_dicts()
+    assert pl.read_parquet(out).equals(expected)
+
+
+def test_recommend_reports_scaled_reservations_as_a_warning(jobs_file):
+    result = runner.invoke(app, ["recommend", str(jobs_file), "--bandwidth", "1e9"])
+    assert result.exit_code == 0, result.output
+    assert "warning: RBFQ reservations sum to 1.20x the bandwidth" in result.stderr
+
+
+def test_tune_prints_the_ranking_of_the_api(jobs_file):
+    result = runner.invoke(app, ["tune", str(jobs_file), "--bases", "2,10", "--json"])
+    assert result.exit_code == 0, result.output
+    expected = tune(pl.read_parquet(jobs_file), bases=[2.0, 10.0])
+    assert json.loads(result.stdout) == expected.to_dicts()
+    table = runner.invoke(app, ["tune", str(jobs_file), "--bases", "2,10"])
+    assert f"recommended: {expected['mapping'][0]}" in " ".join(table.stdout.split())
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["recommend", "missing.parquet"], "missing.parquet: no such file"),
+        (["recommend", "{jobs}", "--policy", "set-x"], "unknown policy 'set-x'"),
+        (["recommend", "{jobs}", "-o", "out.txt"], "expected a .parquet or .csv file name"),
+        (["tune", "{jobs}", "--bases", "2,x"], "could not convert"),
+        (["tune", "{bad}"], "missing column(s) job_id, w_iter, alpha_io"),
+    ],
+)
+def test_bad_input_exits_1_with_the_reason(args, message, jobs_file, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    args = [a.format(jobs=jobs_file, bad=bad) for a in args]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert message in " ".join(result.stderr.split())
