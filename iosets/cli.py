@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -272,18 +273,34 @@ def ingest(
         str, typer.Option("--format", help="auto, blkparse, msr, spc or ops (block traces).")
     ] = "auto",
     class_by: Annotated[str, typer.Option(help="Block traces: device, process, host or asu.")] = "device",
+    skip_malformed: Annotated[
+        bool, typer.Option(help="Block traces: leave malformed lines out (listed on stderr) instead of failing.")
+    ] = False,
 ) -> None:
     """Write the ops table of one trace."""
+    skipped = None
     try:
         if path.suffix == ".darshan":
             ops = read_darshan(path).ops
             if ops is None:
                 raise IosetsError(f"{path}: no DXT module, so no request-level trace (try `iosets analyze`)")
         else:
-            ops = read_blocktrace(path, format=trace_format, class_by=class_by)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the report below says it all
+                ops, skipped = read_blocktrace(
+                    path,
+                    format=trace_format,
+                    class_by=class_by,
+                    errors="skip" if skip_malformed else "raise",
+                    return_report=True,
+                )
         write_frame(ops, output)
     except (IosetsError, ValueError) as exc:
         raise _fail(exc) from None
+    if skipped is not None and skipped.n_skipped:
+        err.print(f"[yellow]skipped {skipped.n_skipped} malformed lines[/]:")
+        for message in skipped.messages[:5]:
+            err.print(f"  {message}", highlight=False)
     err.print(f"wrote {output}: {ops.height} requests")
 
 

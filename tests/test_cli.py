@@ -183,3 +183,16 @@ def test_analyze_without_inputs_fails_clearly():
     result = runner.invoke(app, ["analyze"])
     assert result.exit_code == 1
     assert "give Darshan logs, folders or manifests, or --ops FILE" in result.stderr
+
+
+def test_ingest_skip_malformed_lists_the_lines_and_keeps_the_rest(tmp_path):
+    trace = tmp_path / "ops.csv"
+    trace.write_text("job_id,rank,op,offset,size,start\na,0,read,0,10,0.0\nb,0,rd,zero,10,1.0\nc,1,write,5,5,2.0\n")
+    out = tmp_path / "ops.parquet"
+    strict = runner.invoke(app, ["ingest", str(trace), "-o", str(out)])
+    assert strict.exit_code == 1 and "line 3: expected 'read'|'write', got 'rd'" in strict.stderr
+    assert not out.exists()
+    result = runner.invoke(app, ["ingest", str(trace), "-o", str(out), "--skip-malformed"])
+    assert result.exit_code == 0, result.output
+    assert "skipped 1 malformed lines" in result.stderr and "line 3" in result.stderr
+    assert pl.read_parquet(out)["job_id"].to_list() == ["a", "c"]

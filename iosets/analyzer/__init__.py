@@ -1,6 +1,6 @@
 """Analyzer: traces (Darshan, block traces, ops tables) into the jobs table."""
 
-from ._blocktrace import read_blocktrace
+from ._blocktrace import SkipReport, read_blocktrace
 from ._darshan import DarshanJob, read_darshan
 from ._ops import OPS_SCHEMA, read_ops, write_ops
 from ._periodicity import Periodicity, periodicity, periodicity_from_signal
@@ -11,6 +11,7 @@ __all__ = [
     "Analysis",
     "DarshanJob",
     "Periodicity",
+    "SkipReport",
     "analyze",
     "analyze_log",
     "analyze_ops",

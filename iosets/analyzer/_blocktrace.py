@@ -44,7 +44,9 @@ class SkipReport:
         return len(self.lines)
 
 
-def read_blocktrace(path, *, format: str = "auto", class_by: str = "device", errors: str = "raise") -> pl.DataFrame:
+def read_blocktrace(
+    path, *, format: str = "auto", class_by: str = "device", errors: str = "raise", return_report: bool = False
+) -> pl.DataFrame | tuple[pl.DataFrame, SkipReport]:
     """Read a block trace into the ops table (one row per completed request).
 
     Parameters
@@ -62,12 +64,13 @@ def read_blocktrace(path, *, format: str = "auto", class_by: str = "device", err
         tables keep their own ``job_id`` and accept only 'device'.
     errors : {'raise', 'skip'}, default='raise'
         'raise': the first malformed line raises ``InputError`` naming the file and line.
-        'skip': malformed lines are left out, a warning says how many, and the returned frame
-        carries a ``SkipReport`` as its ``skip_report`` attribute.
+        'skip': malformed lines are left out and a warning says how many.
+    return_report : bool, default=False
+        Also return the :class:`SkipReport` of the lines left out (empty with 'raise').
 
     Returns
     -------
-    pl.DataFrame
+    pl.DataFrame, or (pl.DataFrame, SkipReport) with ``return_report``
         Columns ``job_id`` str, ``rank`` int (device id: disk number, ASU, or the Linux dev_t
         ``major << 20 | minor``), ``op`` 'read'|'write', ``offset`` and ``size`` in bytes,
         ``start`` and ``end`` in seconds since the trace's first request (``end`` null for SPC),
@@ -96,14 +99,12 @@ def read_blocktrace(path, *, format: str = "auto", class_by: str = "device", err
     report = SkipReport(str(path))
     reader = {"blkparse": _read_blkparse, "msr": _read_msr, "spc": _read_spc, "ops": _read_ops}
     frame = reader[fmt](path, class_by, errors, report)
-    if errors == "skip":
-        if report.n_skipped:
-            warnings.warn(
-                f"{path}: skipped {report.n_skipped} malformed lines; first: {report.messages[0]}",
-                stacklevel=2,
-            )
-        frame.skip_report = report
-    return frame
+    if report.n_skipped:
+        warnings.warn(
+            f"{path}: skipped {report.n_skipped} malformed lines; first: {report.messages[0]}",
+            stacklevel=2,
+        )
+    return (frame, report) if return_report else frame
 
 
 # ---------------------------------------------------------------------------------------- sniffing

@@ -166,23 +166,24 @@ def test_skip_keeps_good_rows_and_reports_lines(tmp_path):
     text = MSR + "128166372013061630,hm,1,Read,0,-4,1\ngarbage\n" + MSR.splitlines()[0] + "\n"
     path = write(tmp_path, "skip.csv", text)
     with pytest.warns(UserWarning, match="skipped 2 malformed lines"):
-        ops = read_blocktrace(path, format="msr", errors="skip")
+        ops, report = read_blocktrace(path, format="msr", errors="skip", return_report=True)
     assert ops.height == 4
-    assert ops.skip_report.lines == [4, 5]
-    assert ops.skip_report.n_skipped == 2
-    assert ops.skip_report.messages == [
+    assert report.lines == [4, 5]
+    assert report.n_skipped == 2
+    assert report.messages == [
         f"{path} line 4: expected an integer >= 0 Size, got '-4'",
         f"{path} line 5: expected 7 comma-separated fields, got 1",
     ]
     bad_blk = BLKPARSE.replace("C  RA 1000 + 16", "C  RA 1000 + x6")
     with pytest.warns(UserWarning):
-        blk = read_blocktrace(write(tmp_path, "b.txt", bad_blk), errors="skip")
-    assert blk.skip_report.lines == [8] and blk.height == 3
+        blk, report = read_blocktrace(write(tmp_path, "b.txt", bad_blk), errors="skip", return_report=True)
+    assert report.lines == [8] and blk.height == 3
 
 
 def test_skip_report_is_empty_on_clean_input(tmp_path):
-    ops = read_blocktrace(write(tmp_path, "s.csv", SPC), errors="skip")
-    assert ops.height == 3 and ops.skip_report.lines == []
+    ops, report = read_blocktrace(write(tmp_path, "s.csv", SPC), errors="skip", return_report=True)
+    assert ops.height == 3 and report.lines == [] and report.n_skipped == 0
+    assert read_blocktrace(write(tmp_path, "s.csv", SPC), return_report=True)[1].n_skipped == 0
 
 
 def test_bad_parameters(tmp_path):
@@ -226,6 +227,6 @@ def test_ops_skip_reports_lines(tmp_path):
     with pytest.raises(InputError, match=r"ops\.csv line 3: expected 'read'\|'write', got 'rd'"):
         read_blocktrace(path)
     with pytest.warns(UserWarning, match="skipped 1 malformed lines"):
-        ops = read_blocktrace(path, errors="skip")
+        ops, report = read_blocktrace(path, errors="skip", return_report=True)
     assert ops.select("job_id", "op", "offset").rows() == [("a", "read", 0), ("c", "write", 5)]
-    assert ops.skip_report.lines == [3]
+    assert report.lines == [3]
