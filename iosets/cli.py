@@ -15,11 +15,12 @@ from rich.progress import track
 from rich.table import Table
 
 from . import __version__
-from ._cli_recommend import recommend_command, tune_command
+from ._cli_recommend import ranking_table, recommend_command, summary_table, tune_command, warnings_to_stderr
 from ._io import write_frame
 from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
 from .errors import IosetsError
+from .recommender import recommend, set_summary
 from .replay import (
     EXPERIMENT_REFERENCE,
     POLICIES,
@@ -30,6 +31,7 @@ from .replay import (
     replay_requests,
     run_experiment,
     summarize_experiment,
+    tune,
 )
 from .workload import Workload, read_workload, write_workload
 
@@ -343,7 +345,8 @@ def experiment(
 def demo() -> None:
     """Analyze the sample traces and replay them; replay a Fig. 6 workload under the reference
     policies; replay a three-set request trace under fcfs, wfq and rbfq."""
-    out.print(_analyzer_demo_table())
+    jobs, analyzer_table = _analyzer_demo()
+    out.print(analyzer_table)
     workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
     out.print(
         f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
@@ -354,9 +357,13 @@ def demo() -> None:
     bound = 1 - 0.8 / workload.n_jobs
     out.print(f"Utilization upper bound 1 - omega/N = {bound:.4f}")
     out.print(_request_demo_table())
+    with warnings_to_stderr():
+        recommended = recommend(jobs, bandwidth=1e9)
+    out.print(summary_table(set_summary(recommended), "Recommendation for the sample jobs (SET-10, B = 1 GB/s)"))
+    out.print(ranking_table(tune(jobs), "Tuning by replay: the sample jobs under each mapping"))
 
 
-def _analyzer_demo_table() -> Table:
+def _analyzer_demo() -> tuple[pl.DataFrame, Table]:
     """The rhythm of the bundled block traces and of the Darshan logs shipped with pydarshan,
     then the periodic jobs replayed under SET-10 and FAIR-SHARE."""
     from importlib.resources import files
@@ -388,7 +395,7 @@ def _analyzer_demo_table() -> Table:
     table.caption = f"{workload.n_jobs} periodic jobs replayed for 2000 s: " + ", ".join(
         f"{p} utilization {m.utilization:.4f} IO-slowdown {m.io_slowdown:.3f}" for p, m in metrics.items()
     )
-    return table
+    return jobs, table
 
 
 def _request_demo_table() -> Table:

@@ -71,15 +71,15 @@ def assign_sets(
     else:
         known = map_sets(w, base=set_base)
     sets[ok] = known
-    if conservative_set is None:
-        conservative_set = int(known.max()) if known.size else 0
-    elif set_base is None and not 0 <= conservative_set < max(priority_of.size, 1):
-        raise InputError(f"conservative_set {conservative_set} is not one of the {priority_of.size} clustered sets")
-    sets[~ok] = conservative_set
     if set_base is None:
-        priority = priority_of[sets] if priority_of.size else np.ones(jobs.height)
-    else:
-        priority = set_priorities(sets, base=set_base)
+        # one more set below the clusters, a decade below the lowest one
+        priority_of = np.append(priority_of, priority_of[-1] / 10 if priority_of.size else 1.0)
+    if conservative_set is None:
+        conservative_set = int(known.max()) + 1 if known.size else 0
+    elif set_base is None and not 0 <= conservative_set < priority_of.size:
+        raise InputError(f"conservative_set {conservative_set} must lie in 0..{priority_of.size - 1} (gmm sets)")
+    sets[~ok] = conservative_set
+    priority = priority_of[sets] if set_base is None else set_priorities(sets, base=set_base)
     return sets, priority, ~ok
 
 
@@ -111,8 +111,9 @@ def recommend(
     min_confidence : float, default=0.5
         Jobs with no ``w_iter`` or a confidence below this go to the conservative set.
     conservative_set : int, default=None
-        Set for those jobs (seed 004 section VII-B); by default the lowest-priority set
-        among the confidently mapped jobs.
+        Set for those jobs (seed 004 section VII-B: "temporarily map the application to a
+        low-priority set"); by default one set below the lowest-priority set of the
+        confidently mapped jobs, so that unknown jobs never slow down known ones.
     max_sets : int, default=8
         Largest number of sets the ``gmm`` mapping may choose.
     bandwidth : float, default=None
@@ -135,7 +136,7 @@ def recommend(
     --------
     >>> jobs = pl.DataFrame({"job_id": ["a", "b", "c"], "w_iter": [8.0, 95.0, None], "alpha_io": [0.25, 0.125, None]})
     >>> recommend(jobs, bandwidth=1e9).select("set", "priority", "wfq_weight", "rbfq_reservation").rows()
-    [(1, 0.1, 10485760, 375000000.0), (2, 0.01, 1048576, 187500000.0), (2, 0.01, 1048576, 0.0)]
+    [(1, 0.1, 104857600, 375000000.0), (2, 0.01, 10485760, 187500000.0), (3, 0.001, 1048576, 0.0)]
     """
     sets, priority, conservative = assign_sets(
         jobs,

@@ -57,7 +57,8 @@ def tune(
         w_iter and its middle 40 %, as in the paper (20 000 s, 6000-14 000 s, for
         w_iter up to about 1000 s).
     tolerance : float, default=1e-4
-        Utilizations closer than this tie, and the tie goes to the lower Max Stretch.
+        Utilizations closer than this tie; ties go to the lower Max Stretch, then the
+        lower IO-slowdown.
 
     Returns
     -------
@@ -85,5 +86,5 @@ def tune(
         rows.append({"mapping": name, "n_sets": n_sets, **metrics.to_dict()})
     table = pl.DataFrame(rows)
     bucket = (pl.col("utilization") / tolerance).round(0)
-    ranked = table.sort([bucket, "max_stretch"], descending=[True, False])
+    ranked = table.sort([bucket, "max_stretch", "io_slowdown"], descending=[True, False, False], maintain_order=True)
     return ranked.with_row_index("rank", offset=1)

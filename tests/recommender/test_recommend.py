@@ -59,7 +59,8 @@ def test_plafrim_population_maps_back_to_its_proportions():
 
 def test_unknown_or_unsure_jobs_go_to_the_conservative_set():
     rec = recommend(jobs_frame([5.0, 50.0, None, 500.0], confidence=[0.9, 0.9, 0.9, 0.2]))
-    assert rec["set"].to_list() == [1, 2, 2, 2]  # lowest-priority confident set
+    assert rec["set"].to_list() == [1, 2, 3, 3]  # one set below the lowest-priority confident one
+    assert rec["priority"].to_list() == pytest.approx([0.1, 0.01, 1e-3, 1e-3])
     assert rec["conservative"].to_list() == [False, False, True, True]
     explicit = recommend(jobs_frame([5.0, None]), conservative_set=4)
     assert explicit["set"].to_list() == [1, 4]
@@ -73,8 +74,9 @@ def test_gmm_finds_the_generated_clusters():
     sets, priority_of = cluster_sets(10**logs)
     assert np.bincount(sets).tolist() == [200, 200, 200]
     assert np.log10(1 / priority_of) == pytest.approx(centres, abs=0.02)
-    rec = recommend(jobs_frame(10**logs), "gmm")
-    assert rec["set"].to_list() == sets.tolist()
+    rec = recommend(jobs_frame(np.append(10**logs, np.nan)), "gmm")
+    assert rec["set"].to_list() == sets.tolist() + [3]  # the unknown job: a set below the clusters
+    assert rec["priority"][-1] == pytest.approx(priority_of[-1] / 10)
 
 
 def test_gmm_prefers_one_set_for_one_family():
@@ -148,7 +150,7 @@ def test_rbfq_parameters_replayed_meet_the_reservations():
     [
         ({"policy": "set-x"}, "unknown policy 'set-x'"),
         ({"policy": "set-1"}, "base must differ from 1"),
-        ({"policy": "gmm", "conservative_set": 5}, "conservative_set 5"),
+        ({"policy": "gmm", "conservative_set": 5}, r"conservative_set 5 must lie in 0\.\.2"),
         ({"bandwidth": -1.0}, "bandwidth must be"),
         ({"max_request": 0}, "max_request"),
     ],
