@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ._io import read_frame, write_frame
 from .errors import IosetsError
-from .recommender import recommend, set_summary
+from .recommender import EXPORT_FORMATS, TBF_TARGET, export, recommend, set_summary
 from .replay import TUNE_BASES, tune
 
 out = Console()
@@ -160,3 +160,40 @@ def ranking_table(ranking: pl.DataFrame, title: str) -> Table:
         f"{fair['utilization']:.4f}, IO-slowdown {fair['io_slowdown'] / best['io_slowdown']:.2f}x better)"
     )
     return table
+
+
+def export_command(
+    recommended_path: Annotated[
+        Path, typer.Argument(metavar="RECOMMENDED", help="Jobs table written by `iosets recommend -o`.")
+    ],
+    fmt: Annotated[str, typer.Option("--format", help=f"One of: {', '.join(EXPORT_FORMATS)}.")],
+    output: Annotated[Path, typer.Option("--out", "-o", help="Folder (default file names) or file to write.")],
+    active: Annotated[str | None, typer.Option(help="tbf: comma-separated job ids running now.")] = None,
+    rpc_capacity: Annotated[float | None, typer.Option(help="tbf: RPC/s one server partition serves.")] = None,
+    target: Annotated[str, typer.Option(help="tbf: lctl target of the rules.")] = TBF_TARGET,
+    default_rate: Annotated[int | None, typer.Option(help="tbf: rate of the default rule (RPC/s).")] = None,
+    wfq_path: Annotated[str | None, typer.Option(help="agios: where wfq.conf will be installed.")] = None,
+    root: Annotated[str | None, typer.Option(help="cgroup: parent folder of the job_<id> cgroups.")] = None,
+    policy: Annotated[str | None, typer.Option(help="json/lua: the mapping's name, recorded in the file.")] = None,
+) -> None:
+    """Write a recommendation as files an enforcement layer applies (AGIOS, Lustre TBF, cgroup v2, Slurm)."""
+    given = {
+        "active": None if active is None else [job.strip() for job in active.split(",") if job.strip()],
+        "rpc_capacity": rpc_capacity,
+        "target": target if fmt == "tbf" else None,
+        "default_rate": default_rate,
+        "wfq_path": wfq_path,
+        "root": root,
+        "policy": policy,
+    }
+    try:
+        paths = export(
+            read_frame(recommended_path, what="recommendation"),
+            fmt,
+            output,
+            **{name: value for name, value in given.items() if value is not None},
+        )
+    except (IosetsError, ValueError) as exc:
+        raise fail(exc) from None
+    for path in paths:
+        err.print(f"wrote {path}")

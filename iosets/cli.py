@@ -15,7 +15,14 @@ from rich.progress import track
 from rich.table import Table
 
 from . import __version__
-from ._cli_recommend import ranking_table, recommend_command, summary_table, tune_command, warnings_to_stderr
+from ._cli_recommend import (
+    export_command,
+    ranking_table,
+    recommend_command,
+    summary_table,
+    tune_command,
+    warnings_to_stderr,
+)
 from ._io import write_frame
 from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
 from .datasets import FIGURES, figure_seed, make_backlogged_requests, make_figure_workload, make_iosets_workload
@@ -45,6 +52,7 @@ out = Console()
 err = Console(stderr=True)
 app.command("recommend")(recommend_command)
 app.command("tune")(tune_command)
+app.command("export")(export_command)
 
 
 def _version(value: bool) -> None:

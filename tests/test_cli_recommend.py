@@ -64,3 +64,36 @@ def test_bad_input_exits_1_with_the_reason(args, message, jobs_file, tmp_path):
     result = runner.invoke(app, args)
     assert result.exit_code == 1
     assert message in " ".join(result.stderr.split())
+
+
+def test_export_writes_what_the_api_writes(jobs_file, tmp_path):
+    rec_path = tmp_path / "rec.parquet"
+    assert runner.invoke(app, ["recommend", str(jobs_file), "--max-request", "65536", "-o", str(rec_path)]).exit_code == 0
+    result = runner.invoke(
+        app,
+        ["export", str(rec_path), "--format", "tbf", "--out", str(tmp_path), "--active", "j0,j20", "--rpc-capacity", "1100"],
+    )
+    assert result.exit_code == 0, result.output
+    script = (tmp_path / "iosets-tbf.sh").read_text()
+    # j0 (set 1, p = 0.1) and j20 (set 2, p = 0.01) share 1100 RPC/s as 10:1
+    assert "start iosets_s1_0 jobid={j0} rate=1000'" in script and "start iosets_s2_0 jobid={j20} rate=100'" in script
+    agios = runner.invoke(app, ["export", str(rec_path), "--format", "agios", "--out", str(tmp_path / "agios")])
+    assert agios.exit_code == 0, agios.output
+    weights = (tmp_path / "agios" / "wfq.conf").read_text().split()
+    assert weights[-3:] == ["6553600", "655360", "65536"]
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--format", "xml"], "unknown export format 'xml'"),
+        (["--format", "tbf"], "the tbf export needs option(s): active, rpc_capacity"),
+        (["--format", "tbf", "--active", "nobody", "--rpc-capacity", "10"], "active job(s) not in the recommendation"),
+    ],
+)
+def test_export_errors_exit_1(extra, message, jobs_file, tmp_path):
+    rec_path = tmp_path / "rec.parquet"
+    runner.invoke(app, ["recommend", str(jobs_file), "-o", str(rec_path)])
+    result = runner.invoke(app, ["export", str(rec_path), "--out", str(tmp_path / "x"), *extra])
+    assert result.exit_code == 1
+    assert message in " ".join(result.stderr.split())

@@ -1,0 +1,71 @@
+--[[
+job_submit.lua example: tag each new job with its IO-SETS set, read from a local file.
+
+`iosets export --format lua` writes iosets.lua; copy it to IOSETS_FILE on the slurmctld
+host. This hook only reads that file (dofile, at most every IOSETS_RELOAD seconds): no
+network call happens inside slurmctld. The job's name (-J, or the script name) is looked
+up as the app: the submitting user's own history of it (users[uid], the numeric uid as
+Darshan records it) if it was mapped with confidence, else every user's (apps), else the
+conservative default set.
+
+The hook only writes admin_comment ("iosets_set=S iosets_priority=P", plus
+" iosets_conservative" for a guess): the IO-SETS priority is a share of the file system's
+bandwidth, not a place in Slurm's queue, so the job's priority and nice are left alone.
+A prolog or the TBF/cgroup re-run reads the tag back (squeue -O AdminComment).
+--]]
+
+local IOSETS_FILE = "/etc/slurm/iosets.lua"
+local IOSETS_RELOAD = 60
+
+local iosets_table = nil
+local iosets_loaded_at = 0
+
+local function iosets_load()
+	local now = os.time()
+	if iosets_table == nil or now - iosets_loaded_at >= IOSETS_RELOAD then
+		local ok, t = pcall(dofile, IOSETS_FILE)
+		if ok and type(t) == "table" then
+			iosets_table = t
+		else
+			slurm.log_error("iosets: cannot load %s: %s", IOSETS_FILE, tostring(t))
+		end
+		iosets_loaded_at = now
+	end
+	return iosets_table
+end
+
+local function iosets_lookup(t, uid, app)
+	local by_user = uid and t.users[string.format("%d", uid)]
+	local mine = by_user and app and by_user[app]
+	if mine and not mine.conservative then
+		return mine
+	end
+	local anyone = app and t.apps[app]
+	if anyone and not anyone.conservative then
+		return anyone
+	end
+	return t.default
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+	local t = iosets_load()
+	if t == nil then
+		return slurm.SUCCESS
+	end
+	local rec = iosets_lookup(t, job_desc.user_id, job_desc.name)
+	local tag = string.format("iosets_set=%d iosets_priority=%g", rec.set, rec.priority)
+	if rec.conservative then
+		tag = tag .. " iosets_conservative"
+	end
+	if job_desc.admin_comment ~= nil and job_desc.admin_comment ~= "" then
+		tag = job_desc.admin_comment .. " " .. tag
+	end
+	job_desc.admin_comment = tag
+	return slurm.SUCCESS
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+	return slurm.SUCCESS
+end
+
+return slurm.SUCCESS
