@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ._io import read_frame, write_frame
 from .errors import IosetsError
-from .recommender import EXPORT_FORMATS, TBF_TARGET, export, recommend, set_summary
+from .recommender import EXPORT_FORMATS, TBF_TARGET, export, recommend, recommend_new_job, set_summary
 from .replay import TUNE_BASES, tune
 
 out = Console()
@@ -68,7 +68,15 @@ def summary_table(summary: pl.DataFrame, title: str) -> Table:
 
 
 def recommend_command(
-    jobs_path: Annotated[Path, typer.Argument(metavar="JOBS", help="Jobs table from `iosets analyze`.")],
+    jobs_path: Annotated[
+        Path | None, typer.Argument(metavar="[JOBS]", help="Jobs table from `iosets analyze`.", show_default=False)
+    ] = None,
+    history: Annotated[
+        Path | None, typer.Option(help="Past jobs (a jobs table with app, user, start) to estimate a new job from.")
+    ] = None,
+    for_job: Annotated[
+        str | None, typer.Option("--for", help="The new job: app=...,user=...[,nprocs=...,requested_time=...].")
+    ] = None,
     policy: Policy = "set-10",
     base: Annotated[float, typer.Option(help="Base of set-b.")] = 10.0,
     min_confidence: Annotated[float, typer.Option(help="Below this w_iter confidence: conservative set.")] = 0.5,
@@ -79,20 +87,18 @@ def recommend_command(
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the recommended jobs table.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the per-set table as JSON only.")] = False,
 ) -> None:
-    """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table."""
+    """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table,
+    or (--history H --for app=...,user=...) for a job that has not run yet."""
+    options = {"base": base, "bandwidth": bandwidth, "max_request": max_request, "safety": safety, "limit": limit}
+    if for_job is not None or history is not None:
+        _recommend_new_job(history, for_job, jobs_path, policy, min_confidence, options, as_json)
+        return
     try:
+        if jobs_path is None:
+            raise IosetsError("give a jobs table, or --history H --for app=...,user=...")
         with warnings_to_stderr():
             jobs = read_frame(jobs_path, what="jobs table")
-            recommended = recommend(
-                jobs,
-                policy,
-                base=base,
-                min_confidence=min_confidence,
-                bandwidth=bandwidth,
-                max_request=max_request,
-                safety=safety,
-                limit=limit,
-            )
+            recommended = recommend(jobs, policy, min_confidence=min_confidence, **options)
             summary = set_summary(recommended)
             if output is not None:
                 write_frame(recommended, output)
@@ -105,6 +111,57 @@ def recommend_command(
     out.print(summary_table(summary, f"{policy}: {recommended.height} jobs, {n_conservative} in the conservative set"))
     if output is not None:
         err.print(f"wrote {output}")
+
+
+def _parse_fields(text: str) -> dict[str, str]:
+    """``app=a,user=u,nprocs=64`` -> dict, naming a malformed item."""
+    fields = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise IosetsError(f"--for: expected key=value items separated by commas, got {item!r}")
+        fields[key.strip()] = value.strip()
+    return fields
+
+
+_SOURCES = {
+    "history": "EWMA of the app's past jobs",
+    "model": "model of job metadata (no history for this app)",
+    "none": "no estimate: conservative set",
+}
+
+
+def _recommend_new_job(history, for_job, jobs_path, policy, min_confidence, options, as_json) -> None:
+    """``iosets recommend --history H --for ...``: print the new job's set, priority, weights and their origin."""
+    try:
+        if history is None or for_job is None or jobs_path is not None:
+            raise IosetsError("estimating a new job takes --history H and --for app=...,user=... (and no JOBS)")
+        fields = _parse_fields(for_job)
+        with warnings_to_stderr():
+            got = recommend_new_job(
+                read_frame(history, what="history"),
+                policy=policy,
+                min_confidence=min_confidence,
+                **fields,
+                **options,
+            )
+    except (IosetsError, ValueError) as exc:
+        raise fail(exc) from None
+    if as_json:
+        sys.stdout.write(json.dumps(got) + "\n")
+        return
+    w = "unknown" if got["w_iter"] is None else f"{got['w_iter']:.4g} s"
+    out.print(f"job: {', '.join(f'{k}={v}' for k, v in fields.items())}", highlight=False)
+    out.print(
+        f"w_iter: {w} (confidence {got['w_iter_confidence']:.2f}, from the {_SOURCES[got['estimate_source']]})",
+        highlight=False,
+    )
+    out.print(
+        f"set {got['set']}{' (conservative)' if got['conservative'] else ''}, priority {got['priority']:.3g}, "
+        f"WFQ weight {got['wfq_weight']} B per round, RBFQ weight {got['rbfq_weight']:.4g}, "
+        f"reservation {_rate(got['rbfq_reservation'])}, limit {_rate(got['rbfq_limit'])}",
+        highlight=False,
+    )
 
 
 def tune_command(

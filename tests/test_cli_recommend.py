@@ -35,7 +35,7 @@ def test_recommend_json_and_output_equal_the_api(jobs_file, tmp_path):
 def test_recommend_reports_scaled_reservations_as_a_warning(jobs_file):
     result = runner.invoke(app, ["recommend", str(jobs_file), "--bandwidth", "1e9"])
     assert result.exit_code == 0, result.output
-    assert "warning: RBFQ reservations sum to 1.20x the bandwidth" in result.stderr
+    assert "warning: RBFQ reservations of concurrent jobs sum to 1.20x the bandwidth" in " ".join(result.stderr.split())
 
 
 def test_tune_prints_the_ranking_of_the_api(jobs_file):
@@ -95,5 +95,41 @@ def test_export_errors_exit_1(extra, message, jobs_file, tmp_path):
     rec_path = tmp_path / "rec.parquet"
     runner.invoke(app, ["recommend", str(jobs_file), "-o", str(rec_path)])
     result = runner.invoke(app, ["export", str(rec_path), "--out", str(tmp_path / "x"), *extra])
+    assert result.exit_code == 1
+    assert message in " ".join(result.stderr.split())
+
+
+def test_recommend_for_a_new_job_prints_the_estimate_and_its_origin(tmp_path):
+    from iosets.datasets import make_job_history
+    from iosets.recommender import recommend_new_job
+
+    history = make_job_history(400, n_apps=8, n_users=4, random_state=2)
+    path = tmp_path / "history.parquet"
+    history.write_parquet(path)
+    name, user = history["app"][-1], history["user"][-1]
+    args = ["recommend", "--history", str(path), "--for", f"app={name},user={user},nprocs=64", "--max-request", "65536"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    expected = recommend_new_job(history, app=name, user=user, nprocs="64", max_request=65536)
+    assert json.loads(result.stdout) == expected
+    text = " ".join(runner.invoke(app, args).stdout.split())
+    assert f"set {expected['set']}, priority {expected['priority']:.3g}" in text
+    assert "from the EWMA of the app's past jobs" in text
+    unknown = runner.invoke(app, ["recommend", "--history", str(path), "--for", "app=brand_new,user=nobody"])
+    assert "no estimate: conservative set" in " ".join(unknown.stdout.split())
+    assert "(conservative)" in unknown.stdout
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["recommend"], "give a jobs table, or --history H --for app=...,user=..."),
+        (["recommend", "--for", "app=x,user=y"], "takes --history H and --for"),
+        (["recommend", "--history", "{jobs}", "--for", "app"], "expected key=value items"),
+        (["recommend", "--history", "{jobs}", "--for", "app=x,user=y"], "history: missing column(s) app, user, start"),
+    ],
+)
+def test_new_job_errors_exit_1(args, message, jobs_file):
+    result = runner.invoke(app, [a.format(jobs=jobs_file) for a in args])
     assert result.exit_code == 1
     assert message in " ".join(result.stderr.split())

@@ -2,6 +2,7 @@
 
 from ._figures import FIGURES, FigureSweep, figure_seed, make_figure_workload
 from ._generators import make_iosets_workload
+from ._history import make_job_history
 from ._requests import (
     make_backlogged_requests,
     make_bursty_requests,
@@ -20,6 +21,7 @@ __all__ = [
     "make_figure_workload",
     "make_hotspot_requests",
     "make_iosets_workload",
+    "make_job_history",
     "make_periodic_requests",
     "make_phase_requests",
     "make_strided_writers",

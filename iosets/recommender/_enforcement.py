@@ -42,25 +42,46 @@ def wfq_weights(priorities, *, max_request: int = 1 << 20, max_weight: int = AGI
     return weights.astype(np.int64)
 
 
-def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:
+def peak_concurrent(demand, start=None, end=None) -> float:
+    """Largest sum of ``demand`` over jobs running at the same time.
+
+    Jobs run over [start, end); without dates (or with a null one) a job counts as
+    running all the time, so without any dates this is the plain sum.
+    """
+    demand = np.asarray(demand, dtype=np.float64)
+    if start is None or end is None:
+        return float(demand.sum())
+    start = np.asarray(start, dtype=np.float64)
+    end = np.asarray(end, dtype=np.float64)
+    always = np.isnan(start) | np.isnan(end)
+    dated = ~always
+    dates = np.concatenate((end[dated], start[dated]))
+    steps = np.concatenate((-demand[dated], demand[dated]))  # at equal dates, ends come first
+    order = np.argsort(dates, kind="stable")
+    running = np.cumsum(steps[order])
+    return float(demand[always].sum() + (running.max() if running.size else 0.0))
+
+
+def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=None, end=None) -> np.ndarray:
     """Reservation (bytes/s) per job: ``safety x alpha_io x bandwidth``, scaled to fit.
 
     ``alpha_io x bandwidth`` is a job's average demand (its I/O volume per
     iteration over the iteration's length); the safety factor (default 1.5)
     leaves room for the bursts of its I/O phases. RBFQ can only guarantee
-    reservations that sum to at most the capacity: when they would exceed
-    ``bandwidth`` they are scaled down in proportion, with a warning. Jobs
-    without an ``alpha_io`` (NaN) get no reservation (0).
+    reservations that sum to at most the capacity over the jobs running at the
+    same time (``start``/``end`` dates; all jobs at once without them): when the
+    peak exceeds ``bandwidth`` every reservation is scaled down in proportion,
+    with a warning. Jobs without an ``alpha_io`` (NaN) get no reservation (0).
     """
     bandwidth = check_positive(bandwidth, "bandwidth")
     safety = check_positive(safety, "safety")
     alpha = np.nan_to_num(np.clip(np.asarray(alpha_io, dtype=np.float64), 0.0, 1.0), nan=0.0)
     reservation = safety * alpha * bandwidth
-    total = reservation.sum()
-    if total > bandwidth:
+    peak = peak_concurrent(reservation, start, end)
+    if peak > bandwidth:
         warnings.warn(
-            f"RBFQ reservations sum to {total / bandwidth:.2f}x the bandwidth; scaled down to fit",
+            f"RBFQ reservations of concurrent jobs sum to {peak / bandwidth:.2f}x the bandwidth; scaled down to fit",
             stacklevel=2,
         )
-        reservation *= bandwidth / total
+        reservation *= bandwidth / peak
     return reservation

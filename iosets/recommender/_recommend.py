@@ -39,10 +39,14 @@ def mapping_base(policy: str, base: float) -> float | None:
     return float(match.group(1))
 
 
+def _column(jobs: pl.DataFrame, name: str) -> np.ndarray | None:
+    """A numeric column as float64 with NaN for nulls, None when absent."""
+    return jobs[name].cast(pl.Float64).fill_null(np.nan).to_numpy() if name in jobs.columns else None
+
+
 def _confident(jobs: pl.DataFrame, min_confidence: float) -> np.ndarray:
     """Rows whose w_iter is usable: present, > 0 and with a confidence >= ``min_confidence``."""
-    w = jobs["w_iter"].cast(pl.Float64).fill_null(np.nan).to_numpy()
-    ok = w > 0
+    ok = _column(jobs, "w_iter") > 0
     if "w_iter_confidence" in jobs.columns:
         conf = jobs["w_iter_confidence"].cast(pl.Float64).fill_null(0.0).to_numpy()
         ok &= conf >= min_confidence
@@ -121,7 +125,9 @@ def recommend(
     max_request : int, default=1 MiB
         Largest request size: the WFQ weight (bytes per round) of the lowest-priority set.
     safety : float, default=1.5
-        RBFQ reservation = safety x alpha_io x bandwidth per job.
+        RBFQ reservation = safety x alpha_io x bandwidth per job, scaled down when the
+        jobs running at the same time (``start``/``end`` columns when present, else all
+        jobs) would reserve more than ``bandwidth``.
     limit : float, default=None
         RBFQ upper bound per job as a fraction of ``bandwidth`` (None: no limit).
 
@@ -150,10 +156,11 @@ def recommend(
     relative = priority / priority.min() if priority.size else priority
     reservation = limit_rate = np.full(jobs.height, np.nan)
     if bandwidth is not None:
-        alpha = jobs["alpha_io"].cast(pl.Float64).fill_null(np.nan).to_numpy() if "alpha_io" in jobs.columns else None
+        alpha = _column(jobs, "alpha_io")
         if alpha is None:
             raise InputError("RBFQ reservations need an 'alpha_io' column in the jobs table")
-        reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety)
+        dates = [_column(jobs, name) for name in ("start", "end")]
+        reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety, start=dates[0], end=dates[1])
         if limit is not None:
             limit_rate = np.full(jobs.height, check_positive(limit, "limit") * bandwidth)
     columns = {

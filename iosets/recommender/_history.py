@@ -1,0 +1,379 @@
+"""Characteristic-time estimates for jobs not seen yet (seed 004, section VII-B).
+
+Sources, tried in order for each query job:
+
+1. ``'history'``: an EWMA of log10 w_iter over the past jobs of the same
+   (app, user) pair when the pair has at least ``min_jobs`` usable jobs, else
+   over all past jobs of the app (one is enough).
+2. ``'model'``: a gradient-boosting regressor of log10 w_iter on what is
+   known at submit time, for apps with no usable history.
+3. ``'none'``: no estimate; the caller maps the job to the conservative set.
+
+A source is used only if its confidence reaches ``min_confidence``. Both
+confidences estimate the same thing: the probability that the job's w_iter
+lies within half a decade of the estimate, i.e. that SET-10 puts it in the
+set of the estimate when the estimate sits mid-set.
+"""
+
+
+import numpy as np
+import polars as pl
+from scipy.special import erf
+from sklearn.ensemble import HistGradientBoostingRegressor
+from sklearn.model_selection import GroupKFold
+from threadpoolctl import threadpool_limits
+
+from .._validation import check_count, check_positive
+from ..errors import InputError
+
+HISTORY_COLUMNS = ("app", "user", "start", "w_iter")
+QUERY_COLUMNS = ("app", "user")
+SOURCES = ("history", "model", "none")
+HALF_SET = 0.5  # decades: half a SET-10 set
+PRIOR_SD = 0.5  # decades: spread assumed before any dispersion is seen
+PRIOR_JOBS = 1.0  # weight of that prior, in jobs
+MIN_MODEL_APPS = 5  # distinct apps needed to fit and cross-validate the model
+MIN_LEVEL_APPS = 5  # apps a context level needs for its own held-out hit rate
+
+
+def _hit_probability(sd):
+    """P(|N(0, sd)| < HALF_SET), 1 where sd is 0."""
+    sd = np.asarray(sd, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        return erf(HALF_SET / (np.sqrt(2.0) * sd))
+
+
+def _token(app: pl.Expr) -> pl.Expr:
+    """The code name of an app: its first run of letters, lower case (``'LAMMPS_v2'`` -> ``'lammps'``)."""
+    return app.str.to_lowercase().str.extract(r"([a-z]+)", 1)
+
+
+def _ewma(jobs: pl.DataFrame, keys: list[str], halflife: float) -> pl.DataFrame:
+    """EWMA statistics of ``x`` (log10 w_iter) per group of ``keys``; ``jobs`` is sorted by start.
+
+    A job of age k (k later jobs in its group) gets weight w = c 2^(-k / halflife),
+    c its w_iter confidence; d = 2^(-k / halflife) is the decay alone. Then
+    m = sum(w x) / sum(w), s2 = sum(w (x - m)^2) / sum(w),
+    and n = q sum(w)^2 / sum(w^2): the Kish effective number of jobs times
+    q = sum(w) / sum(d), the mean confidence (a job found with confidence c
+    counts as c jobs). The spread of a new job is shrunk towards PRIOR_SD
+    with PRIOR_JOBS pseudo-jobs and widened by the error of the mean:
+    sd^2 = (n s2 + PRIOR_JOBS PRIOR_SD^2) / (n + PRIOR_JOBS) (1 + 1 / n), and
+    confidence = P(|N(0, sd)| < HALF_SET), in [0, 1]. It grows with the
+    number of consistent jobs and falls as they scatter.
+    """
+    k = pl.len().over(keys) - 1 - pl.int_range(pl.len()).over(keys)
+    d = 0.5 ** (k.cast(pl.Float64) / halflife)
+    frame = jobs.with_columns(d=d).with_columns(w=pl.col("d") * pl.col("c"))
+    frame = frame.with_columns(m=(pl.col("w") * pl.col("x")).sum().over(keys) / pl.col("w").sum().over(keys))
+    stats = frame.group_by(keys).agg(
+        n=pl.len(),
+        m=pl.col("m").first(),
+        s2=(pl.col("w") * (pl.col("x") - pl.col("m")) ** 2).sum() / pl.col("w").sum(),
+        n_eff=pl.col("w").sum() ** 3 / (pl.col("w") ** 2).sum() / pl.col("d").sum(),
+    )
+    n_eff = stats["n_eff"].to_numpy()
+    var = (n_eff * stats["s2"].to_numpy() + PRIOR_JOBS * PRIOR_SD**2) / (n_eff + PRIOR_JOBS) * (1 + 1 / n_eff)
+    conf = np.clip(_hit_probability(np.sqrt(var)), 0.0, 1.0)
+    return stats.select(*keys, "n", "m").with_columns(conf=pl.Series(conf))
+
+
+def _leave_one_out(rows: pl.DataFrame, units: pl.DataFrame, by: str, unit: list[str], name: str) -> pl.DataFrame:
+    """Add ``name``: mean of ``units['v']`` over the units sharing ``by`` with a row, its own unit left out."""
+    sums = units.group_by(by).agg(_s=pl.col("v").sum(), _n=pl.len())
+    own = units.select(*unit, _own=pl.col("v"))
+    out = rows.join(sums, on=by, how="left").join(own, on=unit, how="left")
+    den = pl.col("_n") - pl.col("_own").is_not_null().cast(pl.UInt32)
+    mean = pl.when(den > 0).then((pl.col("_s") - pl.col("_own").fill_null(0.0)) / den).otherwise(None)
+    return out.with_columns(mean.alias(name)).drop("_s", "_n", "_own")
+
+
+def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Expr:
+    """log10 of a positive numeric column (null stays null); InputError names the first bad row."""
+    values = frame[column].cast(pl.Float64, strict=False)
+    if values.null_count() > frame[column].null_count():
+        raise InputError(f"{where} column {column!r}: expected numbers, got {frame[column].dtype}")
+    bad = (values <= 0) | values.is_nan()
+    if bad.any():
+        row = int(bad.arg_true()[0])
+        raise InputError(f"{where} column {column!r}: expected values > 0, got {values[row]!r} at row {row}")
+    return pl.Series(column, values).log10()
+
+
+class WIterEstimator:
+    """Estimate w_iter of jobs before they run, from the site's job history.
+
+    Parameters
+    ----------
+    halflife : float, default=5.0
+        EWMA half-life in jobs: a job k runs older weighs 2^(-k / halflife).
+    min_jobs : int, default=3
+        Usable past jobs an (app, user) pair needs to be estimated on its own;
+        below, all the app's jobs are used (one is enough).
+    min_confidence : float, default=0.0
+        Estimates whose confidence is below it are not used (source 'none').
+    use_model : bool, default=True
+        Fit the submit-time regressor for apps with no history.
+    random_state : int or None, default=0
+        Seed of the regressor.
+
+    Attributes
+    ----------
+    pair_stats_, app_stats_ : polars.DataFrame
+        Per (app, user) and per app: ``n`` usable jobs, ``m`` EWMA of log10 w_iter, ``conf``.
+    model_ : HistGradientBoostingRegressor or None
+        None when the history has fewer than 5 apps or ``use_model`` is False.
+    model_features_ : list of str
+        Its features (see ``fit``).
+    model_confidence_ : dict
+        Held-out P(|log10 error| < 0.5) of the model per context level
+        (0: neither user nor code-name context, 1: user only, 2: code name only, 3: both).
+    model_error_ : float or None
+        Held-out median absolute log10 error of the model.
+
+    Examples
+    --------
+    >>> from iosets.datasets import make_job_history
+    >>> history = make_job_history(300, n_apps=10, n_users=4, random_state=0)
+    >>> est = WIterEstimator().fit(history)
+    >>> est.estimate_one(app=history["app"][0], user=history["user"][0])["estimate_source"]
+    'history'
+    """
+
+    def __init__(self, *, halflife=5.0, min_jobs=3, min_confidence=0.0, use_model=True, random_state=0):
+        self.halflife = halflife
+        self.min_jobs = min_jobs
+        self.min_confidence = min_confidence
+        self.use_model = use_model
+        self.random_state = random_state
+
+    def fit(self, history: pl.DataFrame) -> "WIterEstimator":
+        """Learn from past jobs (jobs-table schema).
+
+        ``app``, ``user``, ``start`` and ``w_iter`` are required. Jobs with a
+        null w_iter or a zero ``w_iter_confidence`` are skipped; a null
+        confidence counts as 1. The model uses only what a submission tells:
+        log10 ``nprocs`` and log10 ``requested_time`` when the history has
+        them, and context from the other apps of the history: the mean log10
+        w_iter and log10(``bytes_read`` + ``bytes_written``) over the user's
+        other apps, and the mean log10 w_iter over other apps sharing the
+        code name (first run of letters of ``app``). The job's own
+        ``runtime``, ``end``, bytes, ``io_time``, ``alpha_io`` and
+        ``n_phases`` are not known at submit time and are not used. The user
+        enters through these leave-own-app-out means rather than as a
+        category code, which would memorize the apps of single-app users.
+        """
+        check_positive(self.halflife, "halflife")
+        check_count(self.min_jobs, "min_jobs", minimum=1)
+        if not 0 <= check_positive(self.min_confidence, "min_confidence", strict=False) <= 1:
+            raise InputError(f"min_confidence must be in [0, 1], got {self.min_confidence!r}")
+        if not isinstance(history, pl.DataFrame):
+            raise InputError(f"history must be a polars DataFrame, got {type(history).__name__}")
+        missing = [c for c in HISTORY_COLUMNS if c not in history.columns]
+        if missing:
+            raise InputError(f"history: missing column(s) {', '.join(missing)}; got {', '.join(history.columns)}")
+        if history.height == 0:
+            raise InputError("history is empty: expected at least one past job")
+
+        x = _log_column(history, "w_iter", "history")
+        if "w_iter_confidence" in history.columns:
+            c = history["w_iter_confidence"].cast(pl.Float64, strict=False).fill_null(1.0)
+            bad = ~((c >= 0) & (c <= 1))
+            if bad.any():
+                row = int(bad.arg_true()[0])
+                raise InputError(f"history column 'w_iter_confidence': expected 0..1, got {c[row]!r} at row {row}")
+        else:
+            c = pl.Series(np.ones(history.height))
+        start = history["start"].cast(pl.Float64, strict=False)
+        if start.null_count() or start.is_nan().any():
+            row = int((start.is_null() | start.is_nan()).arg_true()[0])
+            raise InputError(f"history column 'start': expected a number, got {history['start'][row]!r} at row {row}")
+        frame = pl.DataFrame(
+            {
+                "app": history["app"].cast(pl.String),
+                "user": history["user"].cast(pl.String),
+                "start": start,
+                "x": x,
+                "c": c,
+            }
+        )
+        self.has_nprocs_ = "nprocs" in history.columns
+        self.has_requested_ = "requested_time" in history.columns
+        self.has_bytes_ = "bytes_read" in history.columns and "bytes_written" in history.columns
+        if self.has_nprocs_:
+            frame = frame.with_columns(log_nprocs=_log_column(history, "nprocs", "history"))
+        if self.has_requested_:
+            frame = frame.with_columns(log_requested=_log_column(history, "requested_time", "history"))
+        if self.has_bytes_:
+            total = history["bytes_read"].cast(pl.Float64) + history["bytes_written"].cast(pl.Float64)
+            frame = frame.with_columns(log_bytes=(total + 1.0).log10())
+            self.user_bytes_ = (
+                frame.drop_nulls("log_bytes").group_by("app", "user").agg(v=pl.col("log_bytes").mean())
+            )
+
+        usable = frame.filter(pl.col("x").is_not_null() & (pl.col("c") > 0)).sort("start", maintain_order=True)
+        if usable.height == 0:
+            raise InputError("history: no job with a w_iter and w_iter_confidence > 0; nothing to learn from")
+        self.n_history_ = usable.height
+        self.pair_stats_ = _ewma(usable, ["app", "user"], float(self.halflife))
+        self.app_stats_ = _ewma(usable, ["app"], float(self.halflife))
+        self._fit_model(usable)
+        return self
+
+    def _context(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Leave-own-app-out context features of ``rows`` (columns app, user, token)."""
+        pairs = self.pair_stats_.select("app", "user", v=pl.col("m"))
+        apps = self.app_stats_.select("app", token=_token(pl.col("app")), v=pl.col("m"))
+        rows = _leave_one_out(rows, pairs, "user", ["app", "user"], "user_w")
+        rows = _leave_one_out(rows, apps, "token", ["app"], "token_w")
+        if self.has_bytes_:
+            rows = _leave_one_out(rows, self.user_bytes_, "user", ["app", "user"], "user_bytes")
+        return rows.sort("_row")
+
+    def _features(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Model features of rows with app, user and optional log_nprocs / log_requested."""
+        rows = rows.with_row_index("_row").with_columns(token=_token(pl.col("app")))
+        rows = self._context(rows)
+        for name, used in (("log_nprocs", self.has_nprocs_), ("log_requested", self.has_requested_)):
+            if used and name not in rows.columns:
+                rows = rows.with_columns(pl.lit(None, dtype=pl.Float64).alias(name))
+        return rows.select(self.model_features_).cast(pl.Float64).fill_null(np.nan)
+
+    def _fit_model(self, usable: pl.DataFrame) -> None:
+        """Choose the features; fit the regressor if the history has enough apps."""
+        self.model_features_ = [
+            name
+            for name, used in (
+                ("log_nprocs", self.has_nprocs_),
+                ("log_requested", self.has_requested_),
+                ("user_w", True),
+                ("user_bytes", self.has_bytes_),
+                ("token_w", True),
+            )
+            if used
+        ]
+        self.model_, self.model_confidence_, self.model_error_ = None, {}, None
+        apps = usable["app"].to_numpy()
+        n_apps = len(np.unique(apps))
+        if not self.use_model or n_apps < MIN_MODEL_APPS:
+            return
+        with threadpool_limits(1):  # small data: OpenMP threads only contend
+            self._fit_regressor(usable, apps, n_apps)
+
+    def _fit_regressor(self, usable: pl.DataFrame, apps: np.ndarray, n_apps: int) -> None:
+        """Held-out hit rates by GroupKFold over apps, then the regressor on all usable jobs."""
+        X = self._features(usable).to_numpy()
+        y = usable["x"].to_numpy()
+        per_app = usable.select(pl.len().over("app")).to_series().to_numpy()
+        weight = usable["c"].to_numpy() / per_app  # each app weighs the same
+        weight *= len(weight) / weight.sum()
+
+        def regressor():
+            return HistGradientBoostingRegressor(
+                learning_rate=0.05,
+                max_iter=200,
+                max_leaf_nodes=15,
+                min_samples_leaf=20,
+                l2_regularization=1.0,
+                random_state=self.random_state,
+            )
+
+        held_out = np.empty_like(y)
+        for train, test in GroupKFold(n_splits=min(5, n_apps)).split(X, y, apps):
+            held_out[test] = regressor().fit(X[train], y[train], sample_weight=weight[train]).predict(X[test])
+        err = np.abs(held_out - y)
+        hit = (err < HALF_SET).astype(np.float64)
+        level = self._level(X)
+        overall = float(np.average(hit, weights=weight))
+        for lv in range(4):
+            sel = level == lv
+            enough = len(np.unique(apps[sel])) >= MIN_LEVEL_APPS
+            self.model_confidence_[lv] = float(np.average(hit[sel], weights=weight[sel])) if enough else overall
+        self.model_error_ = float(np.median(err))
+        self.model_ = regressor().fit(X, y, sample_weight=weight)
+
+    def _level(self, X: np.ndarray) -> np.ndarray:
+        """Context level of feature rows: 1 if the user has other apps, + 2 if the code name has."""
+        cols = self.model_features_
+        return (~np.isnan(X[:, cols.index("user_w")])).astype(int) + 2 * (~np.isnan(X[:, cols.index("token_w")]))
+
+    def estimate(self, jobs: pl.DataFrame) -> pl.DataFrame:
+        """Estimate w_iter of query jobs.
+
+        Parameters
+        ----------
+        jobs : polars.DataFrame
+            Columns ``app`` and ``user``; optional ``nprocs`` and ``requested_time``.
+
+        Returns
+        -------
+        polars.DataFrame
+            One row per query row, same order: ``w_iter`` (Float64, null if no
+            estimate), ``w_iter_confidence`` (0..1, 0 if none) and
+            ``estimate_source`` ('history', 'model' or 'none').
+        """
+        if not hasattr(self, "app_stats_"):
+            raise InputError("WIterEstimator is not fitted: call fit(history) first")
+        if not isinstance(jobs, pl.DataFrame):
+            raise InputError(f"jobs must be a polars DataFrame, got {type(jobs).__name__}")
+        missing = [c for c in QUERY_COLUMNS if c not in jobs.columns]
+        if missing:
+            raise InputError(f"jobs: missing column(s) {', '.join(missing)}; got {', '.join(jobs.columns)}")
+        rows = jobs.select(pl.col("app").cast(pl.String), pl.col("user").cast(pl.String))
+        for column, name in (("nprocs", "log_nprocs"), ("requested_time", "log_requested")):
+            if column in jobs.columns:
+                rows = rows.with_columns(_log_column(jobs, column, "jobs").alias(name))
+
+        rows = rows.with_row_index("_row")
+        pair = self.pair_stats_.rename({"n": "n_pair", "m": "m_pair", "conf": "c_pair"})
+        app = self.app_stats_.rename({"n": "n_app", "m": "m_app", "conf": "c_app"})
+        found = rows.join(pair, on=["app", "user"], how="left").join(app, on="app", how="left").sort("_row")
+        use_pair = (found["n_pair"].fill_null(0) >= self.min_jobs).to_numpy()
+        hist_m = np.where(use_pair, found["m_pair"].to_numpy(), found["m_app"].cast(pl.Float64).to_numpy())
+        hist_c = np.where(use_pair, found["c_pair"].to_numpy(), found["c_app"].cast(pl.Float64).to_numpy())
+        hist_m, hist_c = np.asarray(hist_m, dtype=np.float64), np.nan_to_num(np.asarray(hist_c, dtype=np.float64))
+
+        model_m = np.full(rows.height, np.nan)
+        model_c = np.zeros(rows.height)
+        if self.model_ is not None and rows.height:
+            X = self._features(rows.drop("_row")).to_numpy()
+            known = ~np.isnan(X).all(axis=1)
+            if known.any():
+                with threadpool_limits(1):
+                    model_m[known] = self.model_.predict(X[known])
+                model_c[known] = [self.model_confidence_[lv] for lv in self._level(X[known])]
+
+        threshold = float(self.min_confidence)
+        by_history = ~np.isnan(hist_m) & (hist_c >= threshold)
+        by_model = ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
+        log_w = np.where(by_history, hist_m, np.where(by_model, model_m, np.nan))
+        source = np.where(by_history, "history", np.where(by_model, "model", "none"))
+        return pl.DataFrame(
+            {
+                "w_iter": 10.0**log_w,
+                "w_iter_confidence": np.where(by_history, hist_c, np.where(by_model, model_c, 0.0)),
+                "estimate_source": source.astype(str),
+            },
+            schema={"w_iter": pl.Float64, "w_iter_confidence": pl.Float64, "estimate_source": pl.String},
+        ).with_columns(pl.col("w_iter").fill_nan(None))
+
+    def estimate_one(self, **fields) -> dict:
+        """Estimate one job from ``app=``, ``user=`` and optional ``nprocs=``, ``requested_time=`` (str or number).
+
+        Returns ``{'w_iter': float or None, 'w_iter_confidence': float, 'estimate_source': str}``.
+        """
+        allowed = ("app", "user", "nprocs", "requested_time")
+        unknown = [k for k in fields if k not in allowed]
+        if unknown:
+            raise InputError(f"unknown field(s) {', '.join(unknown)}; expected {', '.join(allowed)}")
+        missing = [k for k in QUERY_COLUMNS if fields.get(k) in (None, "")]
+        if missing:
+            raise InputError(f"missing field(s) {', '.join(missing)}: expected app=...,user=...")
+        row = {"app": [str(fields["app"])], "user": [str(fields["user"])]}
+        for key in ("nprocs", "requested_time"):
+            if fields.get(key) not in (None, ""):
+                try:
+                    row[key] = [float(fields[key])]
+                except (TypeError, ValueError):
+                    raise InputError(f"{key}: expected a number, got {fields[key]!r}") from None
+        return self.estimate(pl.DataFrame(row)).row(0, named=True)
