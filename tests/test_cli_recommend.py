@@ -68,10 +68,23 @@ def test_bad_input_exits_1_with_the_reason(args, message, jobs_file, tmp_path):
 
 def test_export_writes_what_the_api_writes(jobs_file, tmp_path):
     rec_path = tmp_path / "rec.parquet"
-    assert runner.invoke(app, ["recommend", str(jobs_file), "--max-request", "65536", "-o", str(rec_path)]).exit_code == 0
+    assert (
+        runner.invoke(app, ["recommend", str(jobs_file), "--max-request", "65536", "-o", str(rec_path)]).exit_code == 0
+    )
     result = runner.invoke(
         app,
-        ["export", str(rec_path), "--format", "tbf", "--out", str(tmp_path), "--active", "j0,j20", "--rpc-capacity", "1100"],
+        [
+            "export",
+            str(rec_path),
+            "--format",
+            "tbf",
+            "--out",
+            str(tmp_path),
+            "--active",
+            "j0,j20",
+            "--rpc-capacity",
+            "1100",
+        ],
     )
     assert result.exit_code == 0, result.output
     script = (tmp_path / "iosets-tbf.sh").read_text()

@@ -15,7 +15,6 @@ lies within half a decade of the estimate, i.e. that SET-10 puts it in the
 set of the estimate when the estimate sits mid-set.
 """
 
-
 import numpy as np
 import polars as pl
 from scipy.special import erf
@@ -207,9 +206,7 @@ class WIterEstimator:
         if self.has_bytes_:
             total = history["bytes_read"].cast(pl.Float64) + history["bytes_written"].cast(pl.Float64)
             frame = frame.with_columns(log_bytes=(total + 1.0).log10())
-            self.user_bytes_ = (
-                frame.drop_nulls("log_bytes").group_by("app", "user").agg(v=pl.col("log_bytes").mean())
-            )
+            self.user_bytes_ = frame.drop_nulls("log_bytes").group_by("app", "user").agg(v=pl.col("log_bytes").mean())
 
         usable = frame.filter(pl.col("x").is_not_null() & (pl.col("c") > 0)).sort("start", maintain_order=True)
         if usable.height == 0:

@@ -68,8 +68,6 @@ def recommend_new_job(
         history = history.with_columns(pl.lit(1.0).alias("w_iter_confidence"))
     kept = [c for c in (*query.columns, "start", "end") if c in history.columns]  # dates: who runs together
     past = history.select(kept).cast({c: t for c, t in query.schema.items() if c in kept})
-    recommended = recommend(
-        pl.concat([past, query], how="diagonal"), policy, min_confidence=min_confidence, **options
-    )
+    recommended = recommend(pl.concat([past, query], how="diagonal"), policy, min_confidence=min_confidence, **options)
     row = recommended.row(-1, named=True)
     return {**fields, **estimate, **{name: row[name] for name in RECOMMENDATION_COLUMNS}}

@@ -172,7 +172,9 @@ def recommend(
         "rbfq_weight": relative,
         "rbfq_limit": limit_rate,
     }
-    series = (pl.Series(name, value, dtype=RECOMMENDATION_COLUMNS[name], nan_to_null=True) for name, value in columns.items())
+    series = (
+        pl.Series(name, value, dtype=RECOMMENDATION_COLUMNS[name], nan_to_null=True) for name, value in columns.items()
+    )
     return jobs.with_columns(series)
 
 

@@ -75,7 +75,9 @@ def tune(
     check_positive(horizon, "horizon")
     if window is None:
         window = (0.3 * horizon, 0.7 * horizon)
-    workload = Workload.from_jobs(usable, bandwidth=bandwidth, horizon=horizon, window=window, random_state=random_state)
+    workload = Workload.from_jobs(
+        usable, bandwidth=bandwidth, horizon=horizon, window=window, random_state=random_state
+    )
     rows = []
     for name, assignment in _candidates(usable, bases, gmm, random_state).items():
         if assignment is None:
