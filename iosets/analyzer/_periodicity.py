@@ -45,24 +45,32 @@ class Periodicity:
 
 
 def _bin_bandwidth(start: np.ndarray, end: np.ndarray, size: np.ndarray, n_bins: int, dt: float) -> np.ndarray:
-    """Bytes per second in each bin, each request's bytes spread evenly over its [start, end] interval."""
-    pos0 = start / dt
-    pos1 = end / dt
-    i0 = np.minimum(np.floor(pos0).astype(np.int64), n_bins - 1)
-    i1 = np.minimum(np.floor(pos1).astype(np.int64), n_bins - 1)
-    dur = pos1 - pos0
-    same = i0 == i1
-    out = np.bincount(i0[same], weights=size[same], minlength=n_bins).astype(np.float64)
-    if not same.all():
-        s, i0, i1, p0, p1 = size[~same], i0[~same], i1[~same], pos0[~same], pos1[~same]
-        rate = s / dur[~same]  # bytes per bin width
-        out += np.bincount(i0, weights=rate * (i0 + 1 - p0), minlength=n_bins)
-        out += np.bincount(i1, weights=rate * np.minimum(p1 - i1, 1.0), minlength=n_bins)
-        inner = i1 > i0 + 1  # whole bins in between get ``rate`` each: difference array
-        diff = np.bincount(i0[inner] + 1, weights=rate[inner], minlength=n_bins + 1)
-        diff -= np.bincount(i1[inner], weights=rate[inner], minlength=n_bins + 1)
-        out += np.cumsum(diff)[:n_bins]
-    return out / dt
+    """Bytes per second in each bin, each request's bytes spread evenly over its [start, end] interval.
+
+    Times are in [0, n_bins * dt).
+    """
+    i0 = (start / dt).astype(np.int64)  # floor, as times are >= 0
+    i1 = (end / dt).astype(np.int64)
+    cross = np.flatnonzero(i0 != i1)  # requests over several bins
+    if len(cross) == 0:
+        return np.bincount(i0, weights=size, minlength=n_bins) / dt
+    a, b = i0[cross] + 1, i1[cross]  # second and last bin
+    del i1  # big temporaries go as soon as possible: fresh memory is slow to come by
+    p0, p1 = start[cross] / dt, end[cross] / dt
+    rate = size[cross] / (p1 - p0)  # bytes per bin width
+    first = np.array(size, dtype=np.float64)  # bytes in the first bin
+    first[cross] = rate * (a - p0)
+    out = np.bincount(i0, weights=first, minlength=n_bins)
+    del i0, first
+    out += np.bincount(b, weights=rate * (p1 - b), minlength=n_bins)
+    inner = np.flatnonzero(b > a)  # whole bins a..b-1 get ``rate`` each: difference array
+    if len(inner):
+        r_in = rate[inner]
+        diff = np.bincount(a[inner], weights=r_in, minlength=n_bins)
+        diff -= np.bincount(b[inner], weights=r_in, minlength=n_bins)
+        out += np.cumsum(diff)
+    out /= dt
+    return out
 
 
 # ----------------------------------------------------------------------------- DFT
@@ -74,92 +82,146 @@ class _Spectral:
     comb: float  # 0..1: excess share of spectral energy explained by the harmonic comb
 
 
+_STAGES = ((1, 4, 1), (5, 16, 2), (17, _MAX_REFINE_HARMONICS, 4))  # harmonics lo..hi, peak search within +-w bins
+_SCALAR_HARMONICS = 16  # up to this many harmonics, a Python loop costs less than numpy calls
+_TRIO = np.arange(-1, 2)
+_WINDOW = {w: np.arange(-w, w + 1) for _, _, w in _STAGES}
+_ROWS = np.arange(_MAX_REFINE_HARMONICS)
+_TINY = float(np.finfo(np.float64).tiny)
+
+
+def _stage_scalar(power: np.ndarray, f: float, hs: range, w: int, thr: float, tiny: float) -> tuple[float, float, int]:
+    """Sums of weight * h * (peak + offset) and weight * h^2 over the significant harmonics ``hs``, and their count.
+
+    The peak of harmonic h is the highest bin within +-w bins of h * f; its sub-bin offset is the vertex of the
+    parabola through the log power around it; its weight is its power. The fundamental always counts.
+    """
+    half = len(power) - 1
+    num = den = 0.0
+    n = 0
+    for h in hs:
+        mid = round(h * f)
+        lo = max(mid - w, 1)
+        seg = power[lo - 1 : min(mid + w, half - 1) + 2].tolist()  # the window and one neighbour on each side
+        win = seg[1:-1]
+        peak = max(win)
+        if peak < thr and h > 1:
+            continue
+        q = win.index(peak)
+        a, b, c = math.log(seg[q] + tiny), math.log(peak + tiny), math.log(seg[q + 2] + tiny)
+        curv = a - 2.0 * b + c
+        shift = 0.5 * (a - c) / curv if curv < 0 else 0.0
+        num += peak * h * (lo + q + shift)
+        den += peak * h * h
+        n += 1
+    return num, den, n
+
+
+def _stage_vector(power: np.ndarray, f: float, hs: range, w: int, thr: float, tiny: float) -> tuple[float, float, int]:
+    """:func:`_stage_scalar` with numpy, for many harmonics (all above the fundamental)."""
+    h = np.arange(hs.start, hs.stop)
+    idx = np.rint(h * f).astype(np.int64)[:, None] + _WINDOW[w]
+    np.maximum(idx, 1, out=idx)  # rint(h * f) + w <= half - 1 by the choice of hs
+    win = power[idx]
+    rows = _ROWS[: len(h)]
+    j = win.argmax(axis=1)
+    p, peak = idx[rows, j], win[rows, j]
+    keep = peak >= thr
+    if not keep.all():
+        h, p, peak = h[keep], p[keep], peak[keep]
+    a, b, c = np.log(power[p[:, None] + _TRIO] + tiny).T
+    curv = a - 2.0 * b + c
+    shift = np.zeros(len(p))
+    np.divide(0.5 * (a - c), curv, out=shift, where=curv < 0)
+    wh = peak * h
+    return float(wh @ (p + shift)), float(wh @ h), len(h)
+
+
 def _refine(power: np.ndarray, k: int) -> float:
     """Fundamental (in bins, below bin resolution) from the interpolated peaks of its significant harmonics."""
     half = len(power) - 1
-    logp = np.log(power + power.max() * 1e-30)
-    noise = float(np.partition(power[1:], half // 2)[half // 2])  # median
+    thr = 10.0 * float(np.partition(power[1:], half // 2)[half // 2])  # significant: ten times the median
+    tiny = max(float(power.max()) * 1e-30, _TINY)
     f = float(k)
     num = den = 0.0
-    lo_h = 1
-    for hi_h, w in (
-        (4, 1),
-        (16, 2),
-        (_MAX_REFINE_HARMONICS, 4),
-    ):  # stages: f gets sharper, windows reach further
-        h = np.arange(lo_h, min(hi_h, int((half - w - 1) / f)) + 1)
-        lo_h = hi_h + 1
-        if len(h) == 0:
+    for lo, hi, w in _STAGES:  # f gets sharper, windows reach further
+        hs = range(lo, min(hi, int((half - w - 1) / f)) + 1)
+        if not hs:
             break
-        idx = np.rint(h * f).astype(np.int64)[:, None] + np.arange(-w, w + 1)[None, :]
-        idx = np.minimum(np.maximum(idx, 1), half - 1)
-        p = idx[np.arange(len(h)), np.argmax(power[idx], axis=1)]
-        keep = (power[p] >= 10.0 * noise) | (h == 1)
-        h, p = h[keep], p[keep]
-        if len(h) == 0 or (len(h) == 1 and h[0] == 1):  # no significant harmonic in this stage: stop
-            if len(h) == 0:
-                break
-            stop = True
-        else:
-            stop = False
-        a, b, c = logp[p - 1], logp[p], logp[p + 1]
-        curv = a - 2.0 * b + c
-        shift = np.where(curv < 0, 0.5 * (a - c) / np.where(curv < 0, curv, -1.0), 0.0)
-        weight = power[p]
-        num += float(np.sum(weight * h * (p + shift)))
-        den += float(np.sum(weight * h * h))
+        stage = _stage_scalar if len(hs) <= _SCALAR_HARMONICS else _stage_vector
+        d_num, d_den, n = stage(power, f, hs, w, thr, tiny)
+        if n == 0:  # no significant harmonic in this stage: stop
+            break
+        num += d_num
+        den += d_den
         f = num / den
-        if stop:
+        if n == 1 and lo == 1:  # only the fundamental: stop
             break
     return f
 
 
-def _spectral_period(signal: np.ndarray, dt: float) -> _Spectral:
-    """Fundamental period of a binned bandwidth signal from its harmonic-scored power spectrum."""
-    n = len(signal)
-    x = signal - signal.mean()
-    spectrum = np.fft.rfft(x)
-    power = spectrum.real**2 + spectrum.imag**2
-    power[0] = 0.0
-    half = len(power) - 1
-    k_max = half // 2  # period of at least 4 bins
-    if k_max < 2 or power.sum() <= 0:
-        return _Spectral(None, 0.0)
-    score = np.zeros(k_max + 1)
+def _harmonic_score(power: np.ndarray, k_max: int) -> np.ndarray:
+    """Score of each fundamental k: power near its first harmonics h*k, weighted 1/h."""
+    score = power[: k_max + 1].copy()  # h = 1
     spread = power.copy()  # running maximum over +-r bins, r growing with the harmonic order
-    for h in range(1, _N_HARMONICS + 1):
+    for h in range(2, _N_HARMONICS + 1):
         r = h // 2  # true h*f lies within h/2 bins of h*k
-        if h > 1 and h % 2 == 0:
+        if h % 2 == 0:
             np.maximum(spread[r:], power[:-r], out=spread[r:])
             np.maximum(spread[:-r], power[r:], out=spread[:-r])
         comb = spread[::h][: k_max + 1]  # spread at h*k for k = 0, 1, ...
         score[: len(comb)] += comb / h
     score[:2] = 0.0  # at least two periods in the trace
-    best = int(np.argmax(score))
+    return score
+
+
+def _fundamental(score: np.ndarray, power: np.ndarray, best: int) -> int:
+    """The best-scoring bin, or a sub-multiple that scores as well and has its own peak (octave errors)."""
+    top = 0.9 * float(score[best])
+    near = score[: best // 2 + 2].tolist()  # the candidates' neighbourhoods, as Python floats
+    peaks = power[: best // 2 + 3].tolist()
+    peak = max(power[max(best - 1, 1) : best + 2].tolist())
+    for m in range(6, 1, -1):
+        lo, hi = max(2, best // m - 1), best // m + 2
+        if lo < hi and max(near[lo:hi]) >= top:
+            cand = lo + near[lo:hi].index(max(near[lo:hi]))
+            if max(peaks[max(cand - 1, 1) : cand + 2]) >= 0.3 * peak:
+                return cand
+    return best
+
+
+def _comb_energy(power: np.ndarray, total: float, f: float) -> float:
+    """Share of the power within one bin of the harmonics of f, minus the share expected by chance (0..1)."""
+    half = len(power) - 1
+    pos = np.arange(1, int(half / f) + 1) * f
+    mask = np.zeros(half + 2, dtype=bool)  # a spare slot: the last harmonic may round up past half
+    mask[pos.astype(np.int64)] = True  # the two bins around each harmonic
+    mask[np.ceil(pos).astype(np.int64)] = True
+    mask = mask[: half + 1]
+    coverage = np.count_nonzero(mask[1:]) / half
+    if coverage > _MAX_COVERAGE:  # a comb that covers much of the spectrum explains nothing
+        return 0.0
+    share = float(power[mask].sum()) / total
+    return min(1.0, max(0.0, (share - coverage) / (1.0 - coverage)))
+
+
+def _spectral_period(signal: np.ndarray, dt: float) -> _Spectral:
+    """Fundamental period of a binned bandwidth signal from its harmonic-scored power spectrum."""
+    parts = np.fft.rfft(signal - float(signal.sum()) / len(signal)).view(np.float64) ** 2  # re^2, im^2 interleaved
+    power = parts[0::2] + parts[1::2]
+    power[0] = 0.0
+    k_max = (len(power) - 1) // 2  # period of at least 4 bins
+    total = float(power[1:].sum())
+    if k_max < 2 or total <= 0:
+        return _Spectral(None, 0.0)
+    score = _harmonic_score(power, k_max)
+    best = int(score.argmax())
     if score[best] <= 0:
         return _Spectral(None, 0.0)
-    peak = power[max(best - 1, 1) : best + 2].max()
-    for m in range(6, 1, -1):  # octave errors: a sub-multiple that scores as well and has its own peak
-        lo, hi = max(2, int(best / m) - 1), int(best / m) + 2
-        if lo < hi and score[lo:hi].max() >= 0.9 * score[best]:
-            cand = lo + int(np.argmax(score[lo:hi]))
-            if power[max(cand - 1, 1) : cand + 2].max() >= 0.3 * peak:
-                best = cand
-                break
-    f = _refine(power, best)
+    f = _refine(power, _fundamental(score, power, best))
     if f <= 0:
         return _Spectral(None, 0.0)
-    # comb energy: share of power within one bin of the harmonics, minus the share expected by chance
-    orders = np.arange(1, int(half / f) + 1)
-    mask = np.zeros(half + 1, dtype=bool)
-    pos = orders * f
-    mask[np.minimum(np.floor(pos).astype(np.int64), half)] = True  # the two bins around each harmonic
-    mask[np.minimum(np.ceil(pos).astype(np.int64), half)] = True
-    coverage = mask[1:].mean()
-    share = power[mask].sum() / power[1:].sum()
-    # a comb that covers much of the spectrum explains nothing
-    comb = 0.0 if coverage > _MAX_COVERAGE else min(1.0, max(0.0, float((share - coverage) / (1.0 - coverage))))
-    return _Spectral(n * dt / f, comb)
+    return _Spectral(len(signal) * dt / f, _comb_energy(power, total, f))
 
 
 # ----------------------------------------------------------------------------- segmentation
@@ -174,15 +236,13 @@ class _Segments:
 
 def _merge(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Union of intervals as sorted, disjoint runs."""
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
-    reach = np.maximum.accumulate(e)
-    new = np.empty(len(s), dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > reach[:-1]
-    first = np.flatnonzero(new)
-    last = np.r_[first[1:] - 1, len(s) - 1]
-    return s[first], reach[last]
+    if (start[1:] < start[:-1]).any():
+        order = np.argsort(start, kind="stable")
+        start, end = start[order], end[order]
+    reach = np.maximum.accumulate(end)
+    brk = np.ones(len(start) + 1, dtype=bool)  # brk[i]: a run starts at i (and one ends at i - 1)
+    np.greater(start[1:], reach[:-1], out=brk[1:-1])
+    return start[brk[:-1]], reach[brk[1:]]
 
 
 def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | None) -> _Segments:
@@ -195,21 +255,23 @@ def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | 
     if len(gaps) == 0:
         return _Segments(run_s[:1], run_e[-1:], False)
     floor = max(span * 1e-9, 1e-12)
-    desc = np.sort(gaps)[::-1]
-    logs = np.log(np.r_[desc, floor])
+    desc = np.empty(len(gaps) + 1)
+    desc[:-1] = np.sort(gaps)[::-1]
+    desc[-1] = floor
+    logs = np.log(desc)
+    desc = desc[:-1]
     jumps = logs[:-1] - logs[1:]  # jumps[i]: ratio of the (i+1)-th longest gap to the next one
     jumps[desc < desc[0] / _MAX_IDLE_SPREAD] = -np.inf  # idle gaps: a bounded ratio to the longest
-    cut = int(np.argmax(jumps))
+    cut = int(jumps.argmax())
     clear = bool(jumps[cut] >= math.log(_MIN_JUMP))
     if not clear and period is not None:
         threshold = 0.1 * period
     else:
         below = desc[cut + 1] if cut + 1 < len(desc) else floor
         threshold = math.sqrt(desc[cut] * max(below, floor))
-    split = np.flatnonzero(gaps > threshold)
-    starts = np.r_[run_s[0], run_s[split + 1]]
-    ends = np.r_[run_e[split], run_e[-1]]
-    return _Segments(starts, ends, clear)
+    brk = np.ones(len(run_s) + 1, dtype=bool)  # brk[i]: a phase starts at run i (and one ends at run i - 1)
+    np.greater(gaps, threshold, out=brk[1:-1])
+    return _Segments(run_s[brk[:-1]], run_e[brk[1:]], clear)
 
 
 def _resegment(run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None) -> _Segments:
@@ -227,12 +289,13 @@ def _resegment(run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments
 def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float) -> Periodicity:
     """Cross-check the DFT period with the phase spacing and build the result."""
     n_phases = len(seg.starts)
-    alpha = min(1.0, max(0.0, float(np.sum(seg.ends - seg.starts)) / span)) if span > 0 else 1.0
+    alpha = min(1.0, max(0.0, float((seg.ends - seg.starts).sum()) / span)) if span > 0 else 1.0
     w_seg = c_seg = None
     if n_phases >= 3:
-        spacing = np.diff(seg.starts)
-        w_seg = float(spacing.mean())
-        cv = float(spacing.std() / w_seg) if w_seg > 0 else math.inf
+        spacing = seg.starts[1:] - seg.starts[:-1]
+        w_seg = float(spacing.sum()) / len(spacing)
+        spread = spacing - w_seg
+        cv = math.sqrt(float((spread * spread).sum()) / len(spacing)) / w_seg if w_seg > 0 else math.inf
         c_seg = math.exp(-((cv / _CV_SCALE) ** 2))
     # evidence 1: regular phase spacing, supported by a DFT peak at the same period
     c_seg_total = 0.0
@@ -277,17 +340,48 @@ def _auto_bins(span: float, run_s: np.ndarray, run_e: np.ndarray) -> int:
     return int(min(_MAX_BINS, max(_MIN_BINS, 1 << math.ceil(math.log2(max(want, 1.0))))))
 
 
-def _columns(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _check_ops(ops) -> bool:
+    """Raise InputError unless ``ops`` is a non-empty table of one job's requests; True if it has an end column."""
+    if not isinstance(ops, pl.DataFrame):
+        raise InputError(f"ops must be a polars DataFrame, got {type(ops).__name__}")
+    names = ops.columns
+    missing = [c for c in ("size", "start") if c not in names]
+    if missing:
+        raise InputError(f"ops: missing columns {missing}; expected size and start (end optional)")
+    if ops.height == 0:
+        raise InputError("ops: empty table, expected at least one request")
+    if "job_id" in names and ops.get_column("job_id").n_unique() > 1:
+        jobs = ops.get_column("job_id").unique(maintain_order=True)
+        raise InputError(
+            f"ops: {len(jobs)} jobs ({', '.join(map(str, jobs.head(3)))}, ...); expected the requests of one job"
+        )
+    return "end" in names
+
+
+def _check_values(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> None:
+    """Raise InputError at the first row with a non-finite value, a negative size or an end before its start."""
+    if not math.isfinite(float(start.sum()) + float(end.sum()) + float(size.sum())):  # one cheap test, then rows
+        for name, col in (("start", start), ("end", end), ("size", size)):
+            bad = np.flatnonzero(~np.isfinite(col))
+            if len(bad):
+                raise InputError(
+                    f"ops row {bad[0]}: {name} must be a finite number, got {float(col[bad[0]])} (null or not finite)"
+                )
+    if size.min() < 0:
+        bad = int(np.argmax(size < 0))
+        raise InputError(f"ops row {bad}: size must be >= 0 bytes, got {size[bad]:g}")
+    if (end < start).any():
+        bad = int(np.argmax(end < start))
+        raise InputError(f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}")
+
+
+def _columns(ops: pl.DataFrame, has_end: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """start, end (null -> start) and size of ``ops`` as float64 arrays."""
-    has_end = "end" in ops.columns
-    if all(ops.schema[c] == pl.Float64 for c in ("start", "end") if c in ops.columns) and (
-        not has_end or ops.get_column("end").null_count() == 0
-    ):  # fast path: no cast, no fill
-        start = ops.get_column("start").to_numpy()
-        end = ops.get_column("end").to_numpy() if has_end else start
-        size = ops.get_column("size")
-        if size.dtype.is_numeric():
-            return start, end, size.to_numpy().astype(np.float64, copy=False)
+    series = [ops.get_column(c) for c in ("start", "end" if has_end else "start", "size")]
+    if series[1].null_count() == 0:  # fast path: no fill, cast numbers only
+        cols = [s.to_numpy() for s in series]
+        if all(c.dtype.kind in "fiu" for c in cols):
+            return tuple(c.astype(np.float64, copy=False) for c in cols)
     end_expr = (
         pl.col("end").cast(pl.Float64).fill_null(pl.col("start").cast(pl.Float64)) if has_end else pl.col("start")
     )
@@ -334,32 +428,8 @@ def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confid
     min_confidence = _check_confidence(min_confidence)
     if bin_width is not None:
         bin_width = check_positive(bin_width, "bin_width")
-    if not isinstance(ops, pl.DataFrame):
-        raise InputError(f"ops must be a polars DataFrame, got {type(ops).__name__}")
-    missing = [c for c in ("size", "start") if c not in ops.columns]
-    if missing:
-        raise InputError(f"ops: missing columns {missing}; expected size and start (end optional)")
-    if ops.height == 0:
-        raise InputError("ops: empty table, expected at least one request")
-    if "job_id" in ops.columns and ops.get_column("job_id").n_unique() > 1:
-        jobs = ops.get_column("job_id").unique(maintain_order=True)
-        raise InputError(
-            f"ops: {len(jobs)} jobs ({', '.join(map(str, jobs.head(3)))}, ...); expected the requests of one job"
-        )
-    start, end, size = _columns(ops)
-    if not (np.isfinite(start).all() and np.isfinite(end).all() and np.isfinite(size).all()):
-        for name, col in (("start", start), ("end", end), ("size", size)):
-            bad = np.flatnonzero(~np.isfinite(col))
-            if len(bad):
-                raise InputError(
-                    f"ops row {bad[0]}: {name} must be a finite number, got {float(col[bad[0]])} (null or not finite)"
-                )
-    if size.min() < 0:
-        bad = int(np.argmax(size < 0))
-        raise InputError(f"ops row {bad}: size must be >= 0 bytes, got {size[bad]:g}")
-    if (end < start).any():
-        bad = int(np.argmax(end < start))
-        raise InputError(f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}")
+    start, end, size = _columns(ops, _check_ops(ops))
+    _check_values(start, end, size)
     t0 = float(start.min())
     start, end = start - t0, end - t0
     span = float(end.max())

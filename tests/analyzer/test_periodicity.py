@@ -288,3 +288,31 @@ def test_bytes_are_spread_over_the_bins_a_request_covers():
     bw = _bin_bandwidth(start, end, np.array([10.0, 3.0, 4.0]), 10, 0.5)
     assert bw.sum() * 0.5 == pytest.approx(17.0)
     assert bw == pytest.approx([0, 5, 5, 5, 5, 0, 10, 4, 0, 0])
+
+
+def test_row_order_and_column_types_do_not_matter():
+    ops, truth = _make_periodic_ops(30.0, 0.05, 4, n_phases=12, random_state=4)
+    p = periodicity(ops)
+    shuffled = ops.sample(fraction=1.0, shuffle=True, seed=1)
+    assert periodicity(shuffled) == p
+    # integer times (ms), no end column: instantaneous requests at the burst starts
+    ms = ops.select(pl.col("size"), (pl.col("start") * 1000).round().cast(pl.Int64).alias("start"))
+    q = periodicity(ms)
+    assert q.periodic
+    assert q.n_phases == truth["n_phases"]
+    assert q.w_iter / 1000 == pytest.approx(truth["w_iter"], rel=0.01)
+
+
+def test_refine_stage_loop_and_vector_agree():
+    from iosets.analyzer._periodicity import _stage_scalar, _stage_vector
+
+    # 20 periods of 400 bins, 12 bins on, plus noise: harmonics of 20 bins
+    rng = np.random.default_rng(2)
+    bw = np.tile(np.r_[np.full(12, 1e9), np.zeros(388)], 20) + rng.exponential(1e6, 8000)
+    power = np.abs(np.fft.rfft(bw - bw.mean())) ** 2
+    power[0] = 0.0
+    thr, tiny = 10.0 * float(np.median(power[1:])), float(power.max()) * 1e-30
+    for hs, w in ((range(2, 5), 1), (range(5, 17), 2), (range(17, 65), 4)):
+        loop, vector = _stage_scalar(power, 20.03, hs, w, thr, tiny), _stage_vector(power, 20.03, hs, w, thr, tiny)
+        assert loop[2] == vector[2] > 0
+        assert loop[:2] == pytest.approx(vector[:2], rel=1e-12)
