@@ -18,8 +18,6 @@ set of the estimate when the estimate sits mid-set.
 import numpy as np
 import polars as pl
 from scipy.special import erf
-from sklearn.ensemble import HistGradientBoostingRegressor
-from sklearn.model_selection import GroupKFold
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_count, check_positive
@@ -259,6 +257,8 @@ class WIterEstimator:
 
     def _fit_regressor(self, usable: pl.DataFrame, apps: np.ndarray, n_apps: int) -> None:
         """Held-out hit rates by GroupKFold over apps, then the regressor on all usable jobs."""
+        from sklearn.ensemble import HistGradientBoostingRegressor  # imported on use: ~1 s, not at CLI start
+        from sklearn.model_selection import GroupKFold
         X = self._features(usable).to_numpy()
         y = usable["x"].to_numpy()
         per_app = usable.select(pl.len().over("app")).to_series().to_numpy()
