@@ -2,45 +2,21 @@
 
 from __future__ import annotations
 
-import json
-import sys
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from ._cli_common import err, fail, out, print_json, warnings_to_stderr
 from ._io import read_frame, write_frame
 from .errors import IosetsError
 from .recommender import EXPORT_FORMATS, TBF_TARGET, export, recommend, recommend_new_job, set_summary
 from .replay import TUNE_BASES, tune
 
-out = Console()
-err = Console(stderr=True)
-
 Policy = Annotated[str, typer.Option(help="set-10, set-b (with --base), set-<b> such as set-2, or gmm.")]
 Bandwidth = Annotated[float | None, typer.Option(help="File system bandwidth (bytes/s), for RBFQ reservations.")]
-
-
-def fail(exc: Exception) -> typer.Exit:
-    """Print ``exc`` as an error line and return the exit to raise."""
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
-    return typer.Exit(code=1)
-
-
-@contextmanager
-def warnings_to_stderr() -> Iterator[None]:
-    """Show the library's warnings (capped weights, scaled reservations) as plain warning lines."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield
-    for warning in caught:
-        err.print(f"[yellow]warning:[/] {warning.message}", highlight=False)
 
 
 def _rate(value) -> str:
@@ -105,7 +81,7 @@ def recommend_command(
     except (IosetsError, ValueError) as exc:
         raise fail(exc) from None
     if as_json:
-        sys.stdout.write(json.dumps(summary.to_dicts()) + "\n")
+        print_json(summary.to_dicts())
         return
     n_conservative = int(recommended["conservative"].sum())
     out.print(summary_table(summary, f"{policy}: {recommended.height} jobs, {n_conservative} in the conservative set"))
@@ -148,7 +124,7 @@ def _recommend_new_job(history, for_job, jobs_path, policy, min_confidence, opti
     except (IosetsError, ValueError) as exc:
         raise fail(exc) from None
     if as_json:
-        sys.stdout.write(json.dumps(got) + "\n")
+        print_json(got)
         return
     w = "unknown" if got["w_iter"] is None else f"{got['w_iter']:.4g} s"
     out.print(f"job: {', '.join(f'{k}={v}' for k, v in fields.items())}", highlight=False)
@@ -189,7 +165,7 @@ def tune_command(
     except (IosetsError, ValueError) as exc:
         raise fail(exc) from None
     if as_json:
-        sys.stdout.write(json.dumps(ranking.to_dicts()) + "\n")
+        print_json(ranking.to_dicts())
         return
     out.print(ranking_table(ranking, f"Mappings replayed on {jobs_path.name}"))
 

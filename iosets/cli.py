@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
 
 import polars as pl
 import typer
-from rich.console import Console
 from rich.progress import track
 from rich.table import Table
 
 from . import __version__
+from ._cli_common import err, fail, out, print_json, warnings_to_stderr
 from ._cli_recommend import (
     export_command,
     ranking_table,
     recommend_command,
     summary_table,
     tune_command,
-    warnings_to_stderr,
 )
 from ._io import write_frame
 from .analyzer import analyze, analyze_ops, read_blocktrace, read_darshan, read_ops
@@ -48,8 +45,6 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-fairshare", "share-priority", "set-10")
-out = Console()
-err = Console(stderr=True)
 app.command("recommend")(recommend_command)
 app.command("tune")(tune_command)
 app.command("export")(export_command)
@@ -68,15 +63,6 @@ def main(
     ] = False,
 ) -> None:
     """iosets: analyze I/O rhythms, recommend sets and priorities, replay policies."""
-
-
-def _print_json(data: dict) -> None:
-    sys.stdout.write(json.dumps(data) + "\n")
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
-    return typer.Exit(code=1)
 
 
 def _metrics_table(title: str, rows: list[tuple[str, dict[str, float]]], reference: str | None) -> Table:
@@ -125,7 +111,7 @@ def generate(
             raise IosetsError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
         write_workload(workload, output)
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     err.print(f"wrote {output}: {workload.n_jobs} jobs, {workload.phases.height} phases")
 
 
@@ -159,10 +145,10 @@ def replay(
         if timeline is not None:
             write_frame(result.timeline, timeline)
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     metrics = result.metrics.to_dict()
     if as_json:
-        return _print_json(metrics)
+        return print_json(metrics)
     out.print(_metrics_table(f"{workload} ({result.n_events} events)", [(policy, metrics)], None))
 
 
@@ -211,10 +197,10 @@ def replay_requests_command(
             **_parse_pairs(param, "--param", str),
         )
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     metrics = result.metrics.to_dict()
     if as_json:
-        return _print_json(metrics)
+        return print_json(metrics)
     table = Table(title=f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units")
     for column in ("class", "bytes", "requests", "share", "throughput MB/s", "p50 ms", "p99 ms"):
         table.add_column(column, justify="left" if column == "class" else "right")
@@ -267,7 +253,7 @@ def analyze_command(
             errors_path = output.with_name(output.stem + ".errors" + output.suffix)
             write_frame(result.errors, errors_path)
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     err.print(f"wrote {output}: {result.jobs.height} jobs")
     if result.errors.height:
         err.print(f"[yellow]{result.errors.height} logs failed[/], listed in {errors_path}:")
@@ -306,7 +292,7 @@ def ingest(
                 )
         write_frame(ops, output)
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if skipped is not None and skipped.n_skipped:
         err.print(f"[yellow]skipped {skipped.n_skipped} malformed lines[/]:")
         for message in skipped.messages[:5]:
@@ -335,7 +321,7 @@ def experiment(
         reference = EXPERIMENT_REFERENCE[name]
         summary = summarize_experiment(results, reference=reference)
     except (IosetsError, ValueError) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     table = Table(
         title=f"{name}: means over {results['point'].n_unique()} points x {seeds} seeds, reference {reference}"
     )

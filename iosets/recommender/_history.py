@@ -259,6 +259,7 @@ class WIterEstimator:
         """Held-out hit rates by GroupKFold over apps, then the regressor on all usable jobs."""
         from sklearn.ensemble import HistGradientBoostingRegressor  # imported on use: ~1 s, not at CLI start
         from sklearn.model_selection import GroupKFold
+
         X = self._features(usable).to_numpy()
         y = usable["x"].to_numpy()
         per_app = usable.select(pl.len().over("app")).to_series().to_numpy()
