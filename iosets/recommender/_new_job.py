@@ -26,8 +26,9 @@ def recommend_new_job(
 ) -> dict:
     """Set, priority and enforcement parameters of a job about to start.
 
-    ``estimator`` (a fresh :class:`WIterEstimator` by default) is fitted on
-    ``history`` and estimates the job's w_iter from ``fields`` (``app``, ``user``,
+    ``estimator`` (a :class:`WIterEstimator` already fitted on ``history``, so that a
+    service fits it once; by default one is fitted here) estimates the job's w_iter
+    from ``fields`` (``app``, ``user``,
     optional ``nprocs``, ``requested_time``). The job is then recommended
     together with the history's jobs, so that its set, priority and weights are
     those the site's own recommendation gives (an estimate below
@@ -45,7 +46,9 @@ def recommend_new_job(
     options = {k: fields.pop(k) for k in list(fields) if k not in ("app", "user", "nprocs", "requested_time")}
     if "job_id" not in history.columns:
         raise InputError("history: missing column job_id")
-    estimate = (estimator or WIterEstimator()).fit(history).estimate_one(**fields)
+    if estimator is None:
+        estimator = WIterEstimator().fit(history)
+    estimate = estimator.estimate_one(**fields)
     query = pl.DataFrame(
         {
             "job_id": [_NEW_JOB],

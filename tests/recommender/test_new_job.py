@@ -17,7 +17,9 @@ def history():
 def test_a_known_app_gets_the_set_of_its_estimate(history):
     app, user = history["app"][-1], history["user"][-1]
     got = recommend_new_job(history, app=app, user=user, max_request=65536)
-    expected = WIterEstimator().fit(history).estimate_one(app=app, user=user)
+    fitted = WIterEstimator().fit(history)
+    expected = fitted.estimate_one(app=app, user=user)
+    assert recommend_new_job(history, estimator=fitted, app=app, user=user, max_request=65536) == got
     assert got["estimate_source"] == "history" and got["w_iter"] == expected["w_iter"]
     assert got["set"] == map_sets([expected["w_iter"]])[0]
     assert got["priority"] == pytest.approx(10.0 ** -got["set"])
