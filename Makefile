@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
 
-.PHONY: demo test test-asan bench clean
+.PHONY: demo test lint test-asan bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
+
+# ruff (lint + format check) and mypy over the package (the C extension is typed by its .pyi stub).
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check iosets tests benchmarks
+	$(BIN)/ruff format --check iosets tests benchmarks
+	$(BIN)/mypy
 
 # The C core under AddressSanitizer + UBSan, in its own venv, installed (not editable)
 # and tested from outside the tree so that the sanitized extension is the one imported.

@@ -1,0 +1,633 @@
+"""Every interchange table of iosets: its columns, their Polars types, what they mean, and one validator.
+
+Readers, rooms and the command line all call :meth:`TableSchema.validate`, so a
+table is checked the same way wherever it comes from. ``python -m iosets.schemas``
+prints ``docs/formats.md``.
+
+Examples
+--------
+>>> import polars as pl
+>>> ops = pl.DataFrame({"job_id": ["j"], "rank": [0], "op": ["write"], "offset": [0], "size": [4096], "start": [1.5]})
+>>> OPS.validate(ops).columns
+['job_id', 'rank', 'op', 'offset', 'size', 'start', 'end', 'file']
+>>> OPS.validate(ops.with_columns(pl.lit("erase").alias("op")), source="ops.csv")
+Traceback (most recent call last):
+...
+iosets.errors.InputError: ops.csv row 0: op: expected 'read' or 'write', got 'erase'
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from .errors import InputError
+
+__all__ = [
+    "ANALYSIS_ERRORS",
+    "JOBS",
+    "OPS",
+    "RECOMMENDATION",
+    "RECOMMENDED_JOBS",
+    "REQUEST_CLASSES",
+    "REQUEST_RESULTS",
+    "SCHEMAS",
+    "SET_SUMMARY",
+    "TIMELINE",
+    "TUNE_RANKING",
+    "WORKLOAD_JOBS",
+    "WORKLOAD_PHASES",
+    "Column",
+    "TableSchema",
+    "formats_markdown",
+]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: name, Polars type, whether it must be present and may hold nulls, and the rule its values obey.
+
+    ``check`` is a Polars expression true for a valid non-null value, ``expect`` says
+    the rule in words (it completes "expected ..."); a Float64 value must also be
+    finite. ``dtype`` None: any type (the type of another column, such as a
+    request's class). ``filled``: an optional column the validator adds as nulls
+    when it is absent.
+    """
+
+    name: str
+    dtype: pl.DataType | type[pl.DataType] | None
+    doc: str
+    required: bool = True
+    nullable: bool = False
+    check: pl.Expr | None = None
+    expect: str = ""
+    filled: bool = True
+
+
+@dataclass(frozen=True)
+class TableSchema:
+    """A table's columns and its one validator."""
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    formats: str = "Parquet or CSV"
+    _by_name: dict[str, Column] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {c.name: c for c in self.columns})
+
+    def __getitem__(self, name: str) -> Column:
+        return self._by_name[name]
+
+    @property
+    def names(self) -> list[str]:
+        """Column names in order."""
+        return [c.name for c in self.columns]
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """Columns every table must have."""
+        return tuple(c.name for c in self.columns if c.required)
+
+    @property
+    def polars(self) -> dict[str, pl.DataType | type[pl.DataType]]:
+        """``{name: Polars type}`` of the typed columns (for ``schema=`` and ``schema_overrides=``)."""
+        return {c.name: c.dtype for c in self.columns if c.dtype is not None}
+
+    def empty(self) -> pl.DataFrame:
+        """A table with these columns and no row."""
+        return pl.DataFrame(schema=self.polars)
+
+    def validate(
+        self,
+        frame: pl.DataFrame,
+        *,
+        source: str | None = None,
+        require: tuple[str, ...] | list[str] = (),
+        fill_optional: bool = True,
+        row_offset: int = 0,
+    ) -> pl.DataFrame:
+        """Check and type ``frame``; return it with the schema's types (extra columns kept as they are).
+
+        Raises :class:`~iosets.errors.InputError` naming ``source`` (default: the table's
+        name), the first bad row (0-based, plus ``row_offset``), the column, the rule
+        and the value found. ``require`` adds optional columns a caller needs;
+        ``fill_optional`` adds the optional columns that are missing, as nulls.
+        """
+        where = source or self.name
+        if not isinstance(frame, pl.DataFrame):
+            raise InputError(f"{where}: expected a polars DataFrame, got {type(frame).__name__}")
+        needed = [*self.required, *(n for n in require if n not in self.required)]
+        missing = [n for n in needed if n not in frame.columns]
+        if missing:
+            raise InputError(
+                f"{where}: missing column(s) {', '.join(missing)}; expected {', '.join(needed)}"
+                f" (has {', '.join(frame.columns) or 'none'})"
+            )
+        frame = self._cast(frame, where)
+        if fill_optional:
+            absent = [c for c in self.columns if c.filled and c.dtype is not None and c.name not in frame.columns]
+            if absent:
+                frame = frame.with_columns(pl.lit(None, c.dtype).alias(c.name) for c in absent)
+        self._check_values(frame, where, row_offset)
+        return frame
+
+    def _cast(self, frame: pl.DataFrame, where: str) -> pl.DataFrame:
+        wanted = {c.name: c.dtype for c in self.columns if c.dtype is not None and c.name in frame.columns}
+        changed = {n: t for n, t in wanted.items() if frame.schema[n] != t}
+        for name, dtype in changed.items():
+            before = frame[name]
+            try:
+                after = before.cast(dtype, strict=False)
+            except (pl.exceptions.PolarsError, OverflowError):
+                raise InputError(f"{where}: column {name}: expected {_type_name(dtype)}, got {before.dtype}") from None
+            lost = after.is_null() & before.is_not_null()
+            if dtype == pl.Int64 and before.dtype.is_float():
+                lost = lost | (before.is_finite() & (before != before.floor()))
+            if lost.any():
+                row = int(lost.arg_true()[0])
+                raise InputError(f"{where} row {row}: {name}: expected {_type_name(dtype)}, got {_show(before[row])}")
+            frame = frame.with_columns(after)
+        return frame
+
+    def _check_values(self, frame: pl.DataFrame, where: str, row_offset: int) -> None:
+        rules = []
+        for column in self.columns:
+            if column.name not in frame.columns:
+                continue
+            value = pl.col(column.name)
+            if not column.nullable:
+                rules.append((column, value.is_not_null(), "a value (not null)"))
+            if column.dtype == pl.Float64:
+                rules.append((column, value.is_null() | value.is_finite(), "a finite number"))
+            if column.check is not None:
+                rules.append((column, value.is_null() | column.check.fill_null(False), column.expect))
+        if not rules or frame.height == 0:
+            return
+        ok = frame.select(rule.alias(f"_{i}") for i, (_, rule, _) in enumerate(rules))
+        failed = [i for i, all_ok in enumerate(ok.select(pl.all().all()).row(0)) if not all_ok]
+        if not failed:
+            return
+        first = min(failed, key=lambda i: (int(ok[:, i].not_().arg_true()[0]), i))
+        column, _, expect = rules[first]
+        row = int(ok[:, first].not_().arg_true()[0])
+        raise InputError(
+            f"{where} row {row + row_offset}: {column.name}: expected {expect}, got {_show(frame[column.name][row])}"
+        )
+
+
+def _type_name(dtype) -> str:
+    return {pl.Int64: "an integer", pl.Float64: "a number", pl.String: "text", pl.Boolean: "true or false"}.get(
+        dtype, str(dtype)
+    )
+
+
+def _show(value) -> str:
+    return "null" if value is None else repr(value)
+
+
+def _type_label(column: Column) -> str:
+    return "any" if column.dtype is None else str(column.dtype).replace("String", "str").lower()
+
+
+# ---------------------------------------------------------------------------------------------- ops
+
+OPS = TableSchema(
+    "ops",
+    "Request-level trace: one row per I/O request. Every ingester produces it; the request "
+    "replay and the periodicity detector read it. Times are seconds since the job's start "
+    "(Darshan DXT) or since the trace's start (block traces).",
+    (
+        Column("job_id", pl.String, "Job (or trace) the request belongs to."),
+        Column(
+            "rank",
+            pl.Int64,
+            "MPI rank, process, or device/stream id for block traces.",
+            check=pl.col("rank") >= 0,
+            expect="an integer >= 0",
+        ),
+        Column(
+            "op",
+            pl.String,
+            "'read' or 'write'.",
+            check=pl.col("op").is_in(["read", "write"]),
+            expect="'read' or 'write'",
+        ),
+        Column(
+            "offset", pl.Int64, "Byte offset in the file or device.", check=pl.col("offset") >= 0, expect="bytes >= 0"
+        ),
+        Column(
+            "size",
+            pl.Int64,
+            "Bytes moved; 0 for a request that moves no data (a flush).",
+            check=pl.col("size") >= 0,
+            expect="bytes >= 0",
+        ),
+        Column(
+            "start",
+            pl.Float64,
+            "Issue date (s).",
+            check=(pl.col("start") >= 0),
+            expect="a date >= 0",
+        ),
+        Column(
+            "end",
+            pl.Float64,
+            "Completion date (s); null where the source records none (SPC).",
+            required=False,
+            nullable=True,
+            check=(pl.col("end") >= pl.col("start")),
+            expect="a date >= start",
+        ),
+        Column("file", pl.String, "File name, when the source has one.", required=False, nullable=True),
+        Column(
+            "phase",
+            pl.Int64,
+            "I/O phase index within the job (iosets-wfq serves one phase per set at a time).",
+            required=False,
+            nullable=True,
+            check=pl.col("phase") >= 0,
+            expect="an integer >= 0",
+            filled=False,
+        ),
+    ),
+)
+
+# --------------------------------------------------------------------------------------------- jobs
+
+_JOB_COLUMNS = (
+    Column("job_id", pl.String, "Job id (scheduler's id, or the trace's name)."),
+    Column("user", pl.String, "User (uid or name).", required=False, nullable=True),
+    Column("app", pl.String, "Application: executable basename or job name.", required=False, nullable=True),
+    Column("nprocs", pl.Int64, "Processes.", required=False, nullable=True, check=pl.col("nprocs") >= 1, expect=">= 1"),
+    Column(
+        "start",
+        pl.Float64,
+        "Start date (s since the epoch).",
+        required=False,
+        nullable=True,
+    ),
+    Column(
+        "end",
+        pl.Float64,
+        "End date (s since the epoch).",
+        required=False,
+        nullable=True,
+        check=(pl.col("start").is_null() | (pl.col("end") >= pl.col("start"))),
+        expect="a date >= start",
+    ),
+    Column(
+        "runtime",
+        pl.Float64,
+        "end - start (s).",
+        required=False,
+        nullable=True,
+        check=pl.col("runtime") >= 0,
+        expect="seconds >= 0",
+    ),
+    Column(
+        "bytes_read",
+        pl.Float64,
+        "Bytes read.",
+        required=False,
+        nullable=True,
+        check=pl.col("bytes_read") >= 0,
+        expect="bytes >= 0",
+    ),
+    Column(
+        "bytes_written",
+        pl.Float64,
+        "Bytes written.",
+        required=False,
+        nullable=True,
+        check=pl.col("bytes_written") >= 0,
+        expect="bytes >= 0",
+    ),
+    Column(
+        "io_time",
+        pl.Float64,
+        "Time spent in I/O (s, mean over ranks).",
+        required=False,
+        nullable=True,
+        check=pl.col("io_time") >= 0,
+        expect="seconds >= 0",
+    ),
+    Column(
+        "w_iter",
+        pl.Float64,
+        "Characteristic time: mean time between the starts of two I/O phases (s); null when not periodic.",
+        required=False,
+        nullable=True,
+        check=(pl.col("w_iter") > 0),
+        expect="seconds > 0",
+    ),
+    Column(
+        "w_iter_confidence",
+        pl.Float64,
+        "Confidence in w_iter, 0..1.",
+        required=False,
+        nullable=True,
+        check=pl.col("w_iter_confidence").is_between(0, 1),
+        expect="a number in [0, 1]",
+    ),
+    Column(
+        "alpha_io",
+        pl.Float64,
+        "Fraction of the runtime spent doing I/O, 0..1.",
+        required=False,
+        nullable=True,
+        check=pl.col("alpha_io").is_between(0, 1),
+        expect="a number in [0, 1]",
+    ),
+    Column(
+        "n_phases",
+        pl.Int64,
+        "I/O phases found.",
+        required=False,
+        nullable=True,
+        check=pl.col("n_phases") >= 0,
+        expect=">= 0",
+    ),
+    Column(
+        "source",
+        pl.String,
+        "Where the rhythm came from: 'dxt', 'heatmap', 'counters' or 'ops'.",
+        required=False,
+        nullable=True,
+    ),
+    Column("path", pl.String, "Log the row came from (analyze).", required=False, nullable=True),
+)
+
+JOBS = TableSchema(
+    "jobs",
+    "One row per job: what `iosets analyze` writes and `iosets recommend` and `iosets tune` read.",
+    _JOB_COLUMNS,
+)
+
+_RECOMMENDATION_COLUMNS = (
+    Column("set", pl.Int64, "IO-SETS set (0 = highest priority)."),
+    Column(
+        "priority",
+        pl.Float64,
+        "Bandwidth priority of the set (SET-10: 10^-set).",
+        check=(pl.col("priority") > 0),
+        expect="a number > 0",
+    ),
+    Column("conservative", pl.Boolean, "True when the job had no confident w_iter and got the conservative set."),
+    Column(
+        "wfq_weight",
+        pl.Int64,
+        "AGIOS WFQ weight: bytes per round.",
+        check=pl.col("wfq_weight") >= 1,
+        expect="an integer >= 1",
+    ),
+    Column(
+        "rbfq_reservation",
+        pl.Float64,
+        "RBFQ reservation (bytes/s); null without a bandwidth.",
+        nullable=True,
+        check=(pl.col("rbfq_reservation") >= 0),
+        expect="bytes/s >= 0",
+    ),
+    Column(
+        "rbfq_weight",
+        pl.Float64,
+        "RBFQ weight: priority / the lowest priority.",
+        check=(pl.col("rbfq_weight") > 0),
+        expect="a number > 0",
+    ),
+    Column(
+        "rbfq_limit",
+        pl.Float64,
+        "RBFQ upper bound (bytes/s); null for none.",
+        nullable=True,
+        check=(pl.col("rbfq_limit") > 0),
+        expect="bytes/s > 0",
+    ),
+)
+
+RECOMMENDATION = TableSchema(
+    "recommendation columns",
+    "The columns the recommender adds to a jobs table.",
+    _RECOMMENDATION_COLUMNS,
+)
+
+RECOMMENDED_JOBS = TableSchema(
+    "recommended jobs",
+    "A jobs table with its recommendation: what `iosets recommend -o` writes and `iosets export` reads.",
+    _JOB_COLUMNS + _RECOMMENDATION_COLUMNS,
+)
+
+SET_SUMMARY = TableSchema(
+    "set summary",
+    "One row per set of a recommendation (a set's reservation is the sum over its jobs).",
+    (
+        Column("set", pl.Int64, "Set."),
+        Column("priority", pl.Float64, "Priority."),
+        Column("n_jobs", pl.UInt32, "Jobs in the set."),
+        Column("w_iter_min", pl.Float64, "Smallest w_iter of the set (s).", nullable=True),
+        Column("w_iter_max", pl.Float64, "Largest w_iter of the set (s).", nullable=True),
+        Column("wfq_weight", pl.Int64, "WFQ weight (bytes per round)."),
+        Column("rbfq_weight", pl.Float64, "RBFQ weight."),
+        Column("rbfq_reservation", pl.Float64, "RBFQ reservation of the set (bytes/s).", nullable=True),
+        Column("rbfq_limit", pl.Float64, "RBFQ limit per job (bytes/s).", nullable=True),
+    ),
+)
+
+ANALYSIS_ERRORS = TableSchema(
+    "analysis errors",
+    "Inputs `iosets analyze` could not read (written beside the jobs table as `<name>.errors.<ext>`).",
+    (
+        Column("path", pl.String, "The input."),
+        Column("reason", pl.String, "Why it failed."),
+    ),
+)
+
+# ----------------------------------------------------------------------------------------- workload
+
+WORKLOAD_JOBS = TableSchema(
+    "workload jobs",
+    "Phase-level replay input, jobs part (`jobs.parquet` of a workload folder, or the `jobs` list of its JSON).",
+    (
+        Column("id", pl.String, "Job id."),
+        Column(
+            "release",
+            pl.Float64,
+            "Date the first compute phase starts (s).",
+            check=(pl.col("release") >= 0),
+            expect="a date >= 0",
+        ),
+        Column(
+            "set",
+            pl.Int64,
+            "Explicit set (policy 'explicit').",
+            required=False,
+            nullable=True,
+            check=pl.col("set") >= 0,
+            expect="an integer >= 0",
+        ),
+        Column(
+            "priority",
+            pl.Float64,
+            "Explicit priority.",
+            required=False,
+            nullable=True,
+            check=(pl.col("priority") > 0),
+            expect="a number > 0",
+        ),
+        Column(
+            "w_iter",
+            pl.Float64,
+            "Characteristic time (s); default: mean(t_cpu + io_bytes / B).",
+            required=False,
+            nullable=True,
+            check=(pl.col("w_iter") > 0),
+            expect="seconds > 0",
+        ),
+        Column(
+            "profile",
+            pl.Int64,
+            "Generator profile index (CLAIRVOYANT).",
+            required=False,
+            nullable=True,
+            check=pl.col("profile") >= 0,
+            expect="an integer >= 0",
+        ),
+    ),
+)
+
+WORKLOAD_PHASES = TableSchema(
+    "workload phases",
+    "Phase-level replay input, phases part: one row per (compute, I/O) phase, grouped by job in job order.",
+    (
+        Column("job", pl.Int64, "Row of the job in the jobs part.", check=pl.col("job") >= 0, expect="an integer >= 0"),
+        Column(
+            "t_cpu",
+            pl.Float64,
+            "Compute time before the I/O phase (s).",
+            check=(pl.col("t_cpu") >= 0),
+            expect="seconds >= 0",
+        ),
+        Column("io_bytes", pl.Float64, "Bytes of the I/O phase.", check=(pl.col("io_bytes") >= 0), expect="bytes >= 0"),
+    ),
+)
+
+# ------------------------------------------------------------------------------------------- replay
+
+TIMELINE = TableSchema(
+    "timeline",
+    "Per-phase timeline of a phase replay (`iosets replay --timeline`).",
+    (
+        Column("job_id", pl.String, "Job id."),
+        Column("phase", pl.Int64, "Phase index within the job."),
+        Column("cpu_start", pl.Float64, "Compute phase start (s)."),
+        Column("cpu_end", pl.Float64, "Compute phase end = I/O request date (s)."),
+        Column("io_start", pl.Float64, "Date the job's set admitted the I/O phase (s)."),
+        Column("io_end", pl.Float64, "I/O phase end (s)."),
+    ),
+)
+
+REQUEST_RESULTS = TableSchema(
+    "request results",
+    "Per request of a request replay (`RequestReplay.requests()`).",
+    (
+        Column("row", pl.Int64, "Row of the request in the source ops table."),
+        Column("class", None, "The request's class (value of the class_by column)."),
+        Column("arrival", pl.Float64, "Arrival date (s)."),
+        Column("dispatch", pl.Float64, "Date the scheduler sent it to the device (s)."),
+        Column("complete", pl.Float64, "Completion date (s)."),
+        Column("unit", pl.Int64, "Dispatched unit (several requests aggregated by aIOLi share one)."),
+    ),
+)
+
+REQUEST_CLASSES = TableSchema(
+    "request classes",
+    "Per class of a request replay (`RequestReplay.metrics.classes`, `iosets replay-requests --json`).",
+    (
+        Column("class", None, "Class."),
+        Column("bytes", pl.Float64, "Bytes served."),
+        Column("requests", pl.Int64, "Requests served."),
+        Column("share", pl.Float64, "Share of all bytes."),
+        Column("throughput", pl.Float64, "Bytes / (last completion - first arrival) (bytes/s)."),
+        Column("latency_p50", pl.Float64, "Median latency, completion - arrival (s)."),
+        Column("latency_p99", pl.Float64, "99th percentile latency (s)."),
+        Column("reservation", pl.Float64, "RBFQ reservation, null if none.", nullable=True),
+        Column("reservation_met", pl.Boolean, "Served at least 99 % of the reservation; null if none.", nullable=True),
+    ),
+)
+
+TUNE_RANKING = TableSchema(
+    "tune ranking",
+    "Candidate mappings replayed and ranked by `iosets tune`, best first.",
+    (
+        Column("rank", pl.UInt32, "1 = recommended."),
+        Column("mapping", pl.String, "Mapping: set-<b>, gmm or fair-share."),
+        Column("n_sets", pl.Int64, "Sets the mapping uses."),
+        Column("utilization", pl.Float64, "Utilization over the window."),
+        Column("io_slowdown", pl.Float64, "IO-slowdown (geometric mean)."),
+        Column("max_stretch", pl.Float64, "Max Stretch."),
+    ),
+)
+
+SCHEMAS: dict[str, TableSchema] = {
+    s.name: s
+    for s in (
+        OPS,
+        JOBS,
+        RECOMMENDED_JOBS,
+        SET_SUMMARY,
+        ANALYSIS_ERRORS,
+        WORKLOAD_JOBS,
+        WORKLOAD_PHASES,
+        TIMELINE,
+        REQUEST_RESULTS,
+        REQUEST_CLASSES,
+        TUNE_RANKING,
+    )
+}
+"""Every documented table, by name (the order of ``docs/formats.md``)."""
+
+_WORKLOAD_JSON = """\
+```json
+{"bandwidth": 1e9, "horizon": 20000.0, "window": [6000.0, 14000.0],
+ "jobs": [{"id": "j0", "release": 3.2, "set": 1, "priority": 0.1, "w_iter": 10.4, "profile": 0,
+           "phases": [[9.5, 1.2e8], [9.7, 1.3e8]]}]}
+```
+"""
+
+
+def formats_markdown() -> str:
+    """``docs/formats.md``: every table of :data:`SCHEMAS` with its columns (generated; a test keeps it in sync)."""
+    lines = [
+        "# iosets file formats",
+        "",
+        "Generated by `python -m iosets.schemas > docs/formats.md` from `iosets/schemas.py`; "
+        "a test checks that they match. Tables are Parquet or CSV (chosen by the file suffix). "
+        "Numbers that cannot be computed are null (JSON `null`), never NaN.",
+        "",
+    ]
+    for schema in SCHEMAS.values():
+        lines += [f"## {schema.name}", "", schema.doc, ""]
+        lines += ["| column | type | required | null | values | meaning |", "|---|---|---|---|---|---|"]
+        for c in schema.columns:
+            lines.append(
+                f"| `{c.name}` | {_type_label(c)} | {'yes' if c.required else 'no'} | "
+                f"{'yes' if c.nullable else 'no'} | {c.expect or '-'} | {c.doc} |"
+            )
+        lines.append("")
+        if schema is WORKLOAD_PHASES:
+            lines += [
+                "A small workload is one JSON file; `bandwidth` (bytes/s), `horizon` (s) and `window` "
+                "(the metrics' [T_begin, T_end]) describe the platform, each job lists its phases as "
+                "`[t_cpu, io_bytes]` pairs:",
+                "",
+                _WORKLOAD_JSON,
+            ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(formats_markdown())
