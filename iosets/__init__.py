@@ -5,15 +5,18 @@ Rooms: :mod:`iosets.analyzer` (traces -> jobs), :mod:`iosets.recommender`
 :mod:`iosets.datasets` (workload generators and samples).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_exports
 from .errors import InputError, IosetsError, ReplayError
-from .workload import Workload, read_workload, write_workload
 
-try:
-    __version__ = version("iosets")
-except PackageNotFoundError:  # running from a source tree without an install
-    __version__ = "0.0.0"
+if TYPE_CHECKING:
+    from .workload import Workload, read_workload, write_workload
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {"Workload": ".workload", "read_workload": ".workload", "write_workload": ".workload", "__version__": "._version"},
+)
 
 __all__ = [
     "InputError",

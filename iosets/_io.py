@@ -1,14 +1,18 @@
 """Atomic file writes: a temp file in the target's folder, then a rename."""
 
+from __future__ import annotations
+
 import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from .errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 @contextmanager
@@ -38,6 +42,8 @@ def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
 
 def read_frame(path: str | os.PathLike, *, what: str = "table", schema_overrides=None) -> pl.DataFrame:
     """Read a ``.parquet`` or ``.csv`` table, naming the file and the reason when it cannot be read."""
+    import polars as pl
+
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")

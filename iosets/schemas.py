@@ -368,7 +368,7 @@ JOBS = TableSchema(
 )
 
 _RECOMMENDATION_COLUMNS = (
-    Column("set", pl.Int64, "IO-SETS set (0 = highest priority)."),
+    Column("set", pl.Int64, "IO-SETS set; a smaller set has a higher priority (SET-10: round(log10 w_iter))."),
     Column(
         "priority",
         pl.Float64,
@@ -460,15 +460,7 @@ WORKLOAD_JOBS = TableSchema(
             check=(pl.col("release") >= 0),
             expect="a date >= 0",
         ),
-        Column(
-            "set",
-            pl.Int64,
-            "Explicit set (policy 'explicit').",
-            required=False,
-            nullable=True,
-            check=pl.col("set") >= 0,
-            expect="an integer >= 0",
-        ),
+        Column("set", pl.Int64, "Explicit set (policy 'explicit'); any integer.", required=False, nullable=True),
         Column(
             "priority",
             pl.Float64,

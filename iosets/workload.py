@@ -9,97 +9,196 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import dataclass, replace
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ._io import atomic_path
 from .errors import InputError
 
+if TYPE_CHECKING:
+    import polars as pl
+
 __all__ = ["Workload", "periodic_jobs", "read_workload", "write_workload"]
 
-JOB_SCHEMA = {
-    "id": pl.String,
-    "release": pl.Float64,
-    "set": pl.Int64,
-    "priority": pl.Float64,
-    "w_iter": pl.Float64,
-    "profile": pl.Int64,
-}
-PHASE_SCHEMA = {"job": pl.Int64, "t_cpu": pl.Float64, "io_bytes": pl.Float64}
 OPTIONAL_JOB_FIELDS = ("set", "priority", "w_iter", "profile")
+_INTEGER_FIELDS = ("set", "profile")
 
 
-@dataclass(frozen=True)
 class Workload:
     """Jobs, their phases and the platform they run on.
 
-    Attributes
+    The workload is held as numpy arrays (the replay reads them directly); the
+    ``jobs`` and ``phases`` frames are built on first use.
+
+    Parameters
     ----------
     jobs : polars.DataFrame
-        One row per job: ``id``, ``release`` (s), and nullable ``set``, ``priority``,
-        ``w_iter`` (s, the characteristic time) and ``profile`` (generator profile index).
+        One row per job (:data:`iosets.schemas.WORKLOAD_JOBS`): ``id``, ``release`` (s), and
+        nullable ``set``, ``priority``, ``w_iter`` (s, the characteristic time) and
+        ``profile`` (generator profile index).
     phases : polars.DataFrame
-        One row per phase, grouped by job in job order: ``job`` (row index in ``jobs``),
-        ``t_cpu`` (s) and ``io_bytes``.
-    bandwidth : float
+        One row per phase (:data:`iosets.schemas.WORKLOAD_PHASES`), grouped by job in job
+        order: ``job`` (row index in ``jobs``), ``t_cpu`` (s) and ``io_bytes``.
+    bandwidth : float, default=1e9
         File system bandwidth B in bytes/s.
-    horizon : float
+    horizon : float, default=20000.0
         Nominal length of the experiment (s); jobs may end after it.
-    window : tuple of float
+    window : tuple of float, default=(6000.0, 14000.0)
         ``(T_begin, T_end)`` over which metrics are measured.
     """
 
-    jobs: pl.DataFrame
-    phases: pl.DataFrame
-    bandwidth: float = 1e9
-    horizon: float = 20000.0
-    window: tuple[float, float] = (6000.0, 14000.0)
+    def __init__(
+        self,
+        jobs: pl.DataFrame,
+        phases: pl.DataFrame,
+        bandwidth: float = 1e9,
+        horizon: float = 20000.0,
+        window: tuple[float, float] = (6000.0, 14000.0),
+    ) -> None:
+        from .schemas import WORKLOAD_JOBS, WORKLOAD_PHASES
 
-    def __post_init__(self) -> None:
-        if not (self.bandwidth > 0 and math.isfinite(self.bandwidth)):
-            raise InputError(f"workload: bandwidth must be > 0, got {self.bandwidth!r}")
-        tb, te = self.window
-        if not (0 <= tb < te):
-            raise InputError(f"workload: window must satisfy 0 <= T_begin < T_end, got {self.window!r}")
-        job = self.phases["job"].to_numpy()
+        jobs = WORKLOAD_JOBS.validate(jobs).select(WORKLOAD_JOBS.names)
+        phases = WORKLOAD_PHASES.validate(phases).select(WORKLOAD_PHASES.names)
+        fields = {name: jobs[name].cast(float).fill_null(math.nan).to_numpy() for name in OPTIONAL_JOB_FIELDS}
+        self._init(
+            ids=jobs["id"].to_list(),
+            release=jobs["release"].to_numpy(),
+            phase_job=phases["job"].to_numpy(),
+            t_cpu=phases["t_cpu"].to_numpy(),
+            io_bytes=phases["io_bytes"].to_numpy(),
+            bandwidth=bandwidth,
+            horizon=horizon,
+            window=window,
+            **fields,
+        )
+        self.__dict__["jobs"], self.__dict__["phases"] = jobs, phases
+
+    @classmethod
+    def from_arrays(
+        cls,
+        ids,
+        release,
+        phase_job,
+        t_cpu,
+        io_bytes,
+        *,
+        set=None,  # noqa: A002 - the column's name
+        priority=None,
+        w_iter=None,
+        profile=None,
+        bandwidth: float = 1e9,
+        horizon: float = 20000.0,
+        window: tuple[float, float] = (6000.0, 14000.0),
+    ) -> Workload:
+        """Build from per-job and per-phase arrays (optional job fields: NaN or None for unknown)."""
+        self = cls.__new__(cls)
+        n = len(ids)
+        optional = {
+            name: np.full(n, math.nan) if value is None else np.asarray(value, dtype=np.float64)
+            for name, value in (("set", set), ("priority", priority), ("w_iter", w_iter), ("profile", profile))
+        }
+        self._init(
+            ids=[str(i) for i in ids],
+            release=release,
+            phase_job=phase_job,
+            t_cpu=t_cpu,
+            io_bytes=io_bytes,
+            bandwidth=bandwidth,
+            horizon=horizon,
+            window=window,
+            **optional,
+        )
+        return self
+
+    def _init(self, *, ids, release, phase_job, t_cpu, io_bytes, bandwidth, horizon, window, **optional) -> None:
+        """Store the arrays after checking the platform and the phase grouping."""
+        if not (isinstance(bandwidth, int | float) and bandwidth > 0 and math.isfinite(bandwidth)):
+            raise InputError(f"workload: bandwidth must be > 0, got {bandwidth!r}")
+        tb, te = window
+        if not (0 <= tb < te and math.isfinite(te)):
+            raise InputError(f"workload: window must satisfy 0 <= T_begin < T_end, got {tuple(window)!r}")
+        self.ids = ids
+        self.release = np.ascontiguousarray(release, dtype=np.float64)
+        self.phase_job = np.ascontiguousarray(phase_job, dtype=np.int64)
+        self.t_cpu = np.ascontiguousarray(t_cpu, dtype=np.float64)
+        self.io_bytes = np.ascontiguousarray(io_bytes, dtype=np.float64)
+        self.optional = {name: np.ascontiguousarray(v, dtype=np.float64) for name, v in optional.items()}
+        self.bandwidth = float(bandwidth)
+        self.horizon = float(horizon)
+        self.window = (float(tb), float(te))
+        job = self.phase_job
         if job.size and (job[0] < 0 or job[-1] >= self.n_jobs or np.any(np.diff(job) < 0)):
             raise InputError("workload: phases must be grouped by job in job order with valid job indices")
+
+    def __repr__(self) -> str:
+        return (
+            f"Workload({self.n_jobs} jobs, {self.t_cpu.size} phases, bandwidth={self.bandwidth:g}, "
+            f"horizon={self.horizon:g}, window={self.window})"
+        )
 
     @property
     def n_jobs(self) -> int:
         """Number of jobs."""
-        return self.jobs.height
+        return len(self.ids)
+
+    @property
+    def n_phases(self) -> int:
+        """Number of phases."""
+        return self.t_cpu.size
+
+    @cached_property
+    def jobs(self) -> pl.DataFrame:
+        """The jobs as a frame (:data:`iosets.schemas.WORKLOAD_JOBS`)."""
+        import polars as pl
+
+        from .schemas import WORKLOAD_JOBS
+
+        columns: dict = {"id": self.ids, "release": self.release}
+        for name in OPTIONAL_JOB_FIELDS:
+            columns[name] = pl.Series(name, self.optional[name], nan_to_null=True)
+        return pl.DataFrame(columns).cast(WORKLOAD_JOBS.polars)
+
+    @cached_property
+    def phases(self) -> pl.DataFrame:
+        """The phases as a frame (:data:`iosets.schemas.WORKLOAD_PHASES`)."""
+        import polars as pl
+
+        return pl.DataFrame({"job": self.phase_job, "t_cpu": self.t_cpu, "io_bytes": self.io_bytes})
+
+    @cached_property
+    def offsets(self) -> np.ndarray:
+        """Offsets (int64, n_jobs + 1) such that job j owns phases ``[off[j], off[j+1])``."""
+        counts = np.bincount(self.phase_job, minlength=self.n_jobs)
+        return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
     def phase_offsets(self) -> np.ndarray:
         """Offsets (int64, n_jobs + 1) such that job j owns phases ``[off[j], off[j+1])``."""
-        counts = np.bincount(self.phases["job"].to_numpy(), minlength=self.n_jobs)
-        return np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+        return self.offsets
 
     def characteristic_times(self) -> np.ndarray:
         """Per-job w_iter: the ``w_iter`` column where given, else mean(t_cpu + io_bytes/B)."""
-        per_phase = self.phases["t_cpu"].to_numpy() + self.phases["io_bytes"].to_numpy() / self.bandwidth
-        job = self.phases["job"].to_numpy()
-        sums = np.bincount(job, weights=per_phase, minlength=self.n_jobs)
-        counts = np.bincount(job, minlength=self.n_jobs)
+        per_phase = self.t_cpu + self.io_bytes / self.bandwidth
+        sums = np.bincount(self.phase_job, weights=per_phase, minlength=self.n_jobs)
+        counts = np.bincount(self.phase_job, minlength=self.n_jobs)
         observed = np.divide(sums, counts, out=np.full(self.n_jobs, np.nan), where=counts > 0)
-        given = self.jobs["w_iter"].to_numpy().astype(float)
+        given = self.optional["w_iter"]
         return np.where(np.isnan(given), observed, given)
 
     def to_jobs(self) -> pl.DataFrame:
         """A jobs table (DESIGN.md subset) of the workload: ``job_id``, ``w_iter``, ``alpha_io``
         (I/O time alone over total time), ``n_phases`` and ``w_iter_confidence`` 1; the inverse
         of :meth:`from_jobs` for periodic jobs."""
-        job = self.phases["job"].to_numpy()
-        io_time = np.bincount(job, weights=self.phases["io_bytes"].to_numpy() / self.bandwidth, minlength=self.n_jobs)
-        total = io_time + np.bincount(job, weights=self.phases["t_cpu"].to_numpy(), minlength=self.n_jobs)
+        import polars as pl
+
+        job = self.phase_job
+        io_time = np.bincount(job, weights=self.io_bytes / self.bandwidth, minlength=self.n_jobs)
+        total = io_time + np.bincount(job, weights=self.t_cpu, minlength=self.n_jobs)
         return pl.DataFrame(
             {
-                "job_id": self.jobs["id"],
+                "job_id": self.ids,
                 "w_iter": self.characteristic_times(),
                 "w_iter_confidence": 1.0,
                 "alpha_io": np.divide(io_time, total, out=np.zeros(self.n_jobs), where=total > 0),
@@ -110,21 +209,30 @@ class Workload:
 
     def with_assignment(self, sets: np.ndarray, priorities: np.ndarray) -> Workload:
         """Copy of the workload whose jobs carry the given sets and priorities."""
-        jobs = self.jobs.with_columns(
-            pl.Series("set", np.asarray(sets, dtype=np.int64)),
-            pl.Series("priority", np.asarray(priorities, dtype=np.float64)),
+        return Workload.from_arrays(
+            self.ids,
+            self.release,
+            self.phase_job,
+            self.t_cpu,
+            self.io_bytes,
+            **{**self.optional, "set": np.asarray(sets, np.int64), "priority": np.asarray(priorities, np.float64)},
+            bandwidth=self.bandwidth,
+            horizon=self.horizon,
+            window=self.window,
         )
-        return replace(self, jobs=jobs)
 
     def to_dict(self) -> dict:
         """The JSON form of DESIGN.md (optional job fields only where set)."""
-        offsets = self.phase_offsets()
-        pairs = np.column_stack((self.phases["t_cpu"].to_numpy(), self.phases["io_bytes"].to_numpy()))
+        offsets = self.offsets
+        pairs = np.column_stack((self.t_cpu, self.io_bytes)).tolist()
         jobs = []
-        for j, row in enumerate(self.jobs.iter_rows(named=True)):
-            entry = {"id": row["id"], "release": row["release"]}
-            entry.update({k: row[k] for k in OPTIONAL_JOB_FIELDS if row[k] is not None})
-            entry["phases"] = pairs[offsets[j] : offsets[j + 1]].tolist()
+        for j, job_id in enumerate(self.ids):
+            entry: dict = {"id": job_id, "release": float(self.release[j])}
+            for name in OPTIONAL_JOB_FIELDS:
+                value = self.optional[name][j]
+                if not math.isnan(value):
+                    entry[name] = int(value) if name in _INTEGER_FIELDS else float(value)
+            entry["phases"] = pairs[offsets[j] : offsets[j + 1]]
             jobs.append(entry)
         return {
             "bandwidth": self.bandwidth,
@@ -153,58 +261,51 @@ class Workload:
         alpha = np.clip(usable["alpha_io"].to_numpy(), 0.0, 1.0)
         n_iter = np.maximum(np.floor(horizon / w), 1).astype(np.int64)
         job = np.repeat(np.arange(usable.height), n_iter)
-        release = 0.0 if random_state is None else np.random.default_rng(random_state).uniform(0.0, w)
-        frame = pl.DataFrame(
-            {
-                "id": usable["job_id"].cast(pl.String),
-                "release": release,
-                "set": None,
-                "priority": None,
-                "w_iter": w,
-                "profile": None,
-            },
-            schema=JOB_SCHEMA,
+        release = np.zeros(usable.height)
+        if random_state is not None:
+            release = np.random.default_rng(random_state).uniform(0.0, w)
+        return cls.from_arrays(
+            usable["job_id"].cast(str).to_list(),
+            release,
+            job,
+            ((1 - alpha) * w)[job],
+            (alpha * w * bandwidth)[job],
+            w_iter=w,
+            bandwidth=bandwidth,
+            horizon=horizon,
+            window=window,
         )
-        phases = pl.DataFrame(
-            {"job": job, "t_cpu": ((1 - alpha) * w)[job], "io_bytes": (alpha * w * bandwidth)[job]}, schema=PHASE_SCHEMA
-        )
-        return cls(jobs=frame, phases=phases, bandwidth=bandwidth, horizon=horizon, window=window)
 
     @classmethod
     def from_dict(cls, data: dict, *, source: str = "workload") -> Workload:
         """Build a workload from its JSON form, naming the bad field on error."""
         if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
             raise InputError(f"{source}: expected an object with a 'jobs' list")
-        columns: dict[str, list] = {name: [] for name in JOB_SCHEMA}
-        phase_blocks, job_index = [], []
+        ids, release = [], []
+        optional: dict[str, list] = {name: [] for name in OPTIONAL_JOB_FIELDS}
+        phase_blocks = []
         for j, job in enumerate(data["jobs"]):
             where = f"{source}: jobs[{j}]"
             if not isinstance(job, dict):
                 raise InputError(f"{where}: expected an object, got {type(job).__name__}")
-            columns["id"].append(str(job.get("id", f"j{j}")))
-            columns["release"].append(_number(job.get("release", 0.0), f"{where}.release"))
+            ids.append(str(job.get("id", f"j{j}")))
+            release.append(_number(job.get("release", 0.0), f"{where}.release"))
             for name in OPTIONAL_JOB_FIELDS:
                 value = job.get(name)
-                columns[name].append(None if value is None else _number(value, f"{where}.{name}"))
-            block = _phase_block(job.get("phases"), f"{where}.phases")
-            phase_blocks.append(block)
-            job_index.append(np.full(len(block), j, dtype=np.int64))
+                optional[name].append(math.nan if value is None else _optional_field(name, value, f"{where}.{name}"))
+            phase_blocks.append(_phase_block(job.get("phases"), f"{where}.phases"))
+        counts = [len(block) for block in phase_blocks]
         phases = np.concatenate(phase_blocks) if phase_blocks else np.empty((0, 2))
-        jobs = pl.DataFrame(columns, schema=JOB_SCHEMA, strict=False)
-        phase_frame = pl.DataFrame(
-            {
-                "job": np.concatenate(job_index) if job_index else np.empty(0, np.int64),
-                "t_cpu": phases[:, 0],
-                "io_bytes": phases[:, 1],
-            },
-            schema=PHASE_SCHEMA,
-        )
         window = data.get("window", (6000.0, 14000.0))
-        if not (isinstance(window, (list, tuple)) and len(window) == 2):
+        if not (isinstance(window, list | tuple) and len(window) == 2):
             raise InputError(f"{source}: window: expected [T_begin, T_end], got {window!r}")
-        return cls(
-            jobs=jobs,
-            phases=phase_frame,
+        return cls.from_arrays(
+            ids,
+            release,
+            np.repeat(np.arange(len(ids), dtype=np.int64), counts),
+            phases[:, 0],
+            phases[:, 1],
+            **optional,
             bandwidth=_number(data.get("bandwidth", 1e9), f"{source}: bandwidth"),
             horizon=_number(data.get("horizon", 20000.0), f"{source}: horizon"),
             window=(_number(window[0], f"{source}: window[0]"), _number(window[1], f"{source}: window[1]")),
@@ -212,9 +313,19 @@ class Workload:
 
 
 def _number(value, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise InputError(f"{where}: expected a finite number, got {value!r}")
     return float(value)
+
+
+def _optional_field(name: str, value, where: str) -> float:
+    """An optional job field's value: a finite number, an integer for ``set`` (>= 0 for ``profile``)."""
+    number = _number(value, where)
+    if name in _INTEGER_FIELDS and (number != int(number) or (name == "profile" and number < 0)):
+        raise InputError(f"{where}: expected an integer{' >= 0' if name == 'profile' else ''}, got {value!r}")
+    if name in ("priority", "w_iter") and number <= 0:
+        raise InputError(f"{where}: expected a number > 0, got {value!r}")
+    return number
 
 
 def _phase_block(phases, where: str) -> np.ndarray:
@@ -234,10 +345,12 @@ def _phase_block(phases, where: str) -> np.ndarray:
 
 def periodic_jobs(jobs: pl.DataFrame) -> pl.DataFrame:
     """The rows of a jobs table that have a rhythm: ``w_iter`` > 0 and an ``alpha_io``."""
-    missing = [name for name in ("job_id", "w_iter", "alpha_io") if name not in jobs.columns]
-    if missing:
-        raise InputError(f"jobs table: missing column(s) {', '.join(missing)}")
-    return jobs.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter") > 0) & pl.col("alpha_io").is_not_null())
+    import polars as pl
+
+    from .schemas import JOBS
+
+    jobs = JOBS.validate(jobs, source="jobs table", require=["w_iter", "alpha_io"], fill_optional=False)
+    return jobs.filter(pl.col("w_iter").is_not_null() & pl.col("alpha_io").is_not_null())
 
 
 def read_workload(path: str | os.PathLike) -> Workload:
@@ -261,6 +374,8 @@ def write_workload(workload: Workload, path: str | os.PathLike) -> Path:
         with atomic_path(path) as tmp:
             tmp.write_text(json.dumps(workload.to_dict()))
         return path
+    import pyarrow.parquet as pq
+
     path.mkdir(parents=True, exist_ok=True)
     meta = {
         b"iosets.bandwidth": repr(workload.bandwidth).encode(),
@@ -276,6 +391,10 @@ def write_workload(workload: Workload, path: str | os.PathLike) -> Path:
 
 
 def _read_parquet_pair(folder: Path) -> Workload:
+    import polars as pl
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         jobs = pq.read_table(folder / "jobs.parquet")
         phases = pl.from_arrow(pq.read_table(folder / "phases.parquet"))
@@ -285,19 +404,17 @@ def _read_parquet_pair(folder: Path) -> Workload:
     try:
         bandwidth = float(meta[b"iosets.bandwidth"])
         horizon = float(meta[b"iosets.horizon"])
-        window = tuple(json.loads(meta[b"iosets.window"]))
-    except (KeyError, ValueError) as exc:
+        tb, te = json.loads(meta[b"iosets.window"])
+    except (KeyError, ValueError, TypeError) as exc:
         raise InputError(f"{folder}/jobs.parquet: missing iosets metadata ({exc})") from None
+    from .schemas import WORKLOAD_JOBS, WORKLOAD_PHASES
+
     job_frame = pl.from_arrow(jobs)
-    missing = [c for c in JOB_SCHEMA if c not in job_frame.columns] + [
-        c for c in PHASE_SCHEMA if c not in phases.columns
-    ]
-    if missing:
-        raise InputError(f"{folder}: missing columns {missing}")
+    assert isinstance(job_frame, pl.DataFrame) and isinstance(phases, pl.DataFrame)
     return Workload(
-        jobs=job_frame.select(list(JOB_SCHEMA)).cast(JOB_SCHEMA),
-        phases=phases.select(list(PHASE_SCHEMA)).cast(PHASE_SCHEMA),
+        jobs=WORKLOAD_JOBS.validate(job_frame, source=f"{folder}/jobs.parquet"),
+        phases=WORKLOAD_PHASES.validate(phases, source=f"{folder}/phases.parquet"),
         bandwidth=bandwidth,
         horizon=horizon,
-        window=window,
+        window=(float(tb), float(te)),
     )

@@ -3,11 +3,10 @@
 from collections.abc import Sequence
 
 import numpy as np
-import polars as pl
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..workload import JOB_SCHEMA, PHASE_SCHEMA, Workload
+from ..workload import Workload
 
 
 def _truncated_normal(rng: np.random.Generator, mu: float, sigma: float, size: int) -> np.ndarray:
@@ -85,7 +84,7 @@ def make_iosets_workload(
     if n_jobs == 0:
         raise InputError("profiles: expected at least one job")
 
-    w_iter = np.concatenate([_truncated_normal(rng, m, s, c) for c, m, s in zip(counts, mus, sigmas)])
+    w_iter = np.concatenate([_truncated_normal(rng, m, s, c) for c, m, s in zip(counts, mus, sigmas, strict=True)])
     profile = np.repeat(np.arange(len(counts)), counts)
     n_iter = np.maximum(np.floor(horizon / w_iter), 1).astype(np.int64)
     release = rng.uniform(0.0, w_iter)
@@ -97,16 +96,15 @@ def make_iosets_workload(
     t_cpu = (1 - alpha_io[job]) * w_iter[job] * (1 + gamma[0])
     io_bytes = alpha_io[job] * w_iter[job] * (1 + gamma[1]) * bandwidth
 
-    jobs = pl.DataFrame(
-        {
-            "id": [f"j{k}" for k in range(n_jobs)],
-            "release": release,
-            "set": None,
-            "priority": None,
-            "w_iter": w_iter,
-            "profile": profile,
-        },
-        schema=JOB_SCHEMA,
+    return Workload.from_arrays(
+        [f"j{k}" for k in range(n_jobs)],
+        release,
+        job,
+        t_cpu,
+        io_bytes,
+        w_iter=w_iter,
+        profile=profile,
+        bandwidth=bandwidth,
+        horizon=horizon,
+        window=(float(window[0]), float(window[1])),
     )
-    phases = pl.DataFrame({"job": job, "t_cpu": t_cpu, "io_bytes": io_bytes}, schema=PHASE_SCHEMA)
-    return Workload(jobs=jobs, phases=phases, bandwidth=bandwidth, horizon=horizon, window=tuple(window))

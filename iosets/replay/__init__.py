@@ -1,37 +1,55 @@
-"""Replay: predict what a policy does to a workload, in a C event engine."""
+"""Replay: predict what a policy does to a workload, in a C event engine.
 
-from ._device import Device
-from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
-from ._metrics import PhaseMetrics
-from ._phase import PhaseReplay, replay_phases
-from ._policies import POLICIES, assign_policy
-from ._request_metrics import RequestMetrics, backlogged_shares, interval_bytes, jain_index, share_error, sliding_shares
-from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
-from ._trace import RequestTrace
-from ._tune import TUNE_BASES, tune
+Names are imported on first use (:mod:`iosets._lazy`), so that ``import iosets.replay``
+costs nothing until a replay runs.
+"""
 
-__all__ = [
-    "Device",
-    "RequestMetrics",
-    "RequestReplay",
-    "RequestTrace",
-    "SCHEDULERS",
-    "SCHEDULER_PARAMS",
-    "jain_index",
-    "replay_requests",
-    "share_error",
-    "sliding_shares",
-    "EXPERIMENT_POLICIES",
-    "EXPERIMENT_REFERENCE",
-    "POLICIES",
-    "PhaseMetrics",
-    "PhaseReplay",
-    "assign_policy",
-    "backlogged_shares",
-    "interval_bytes",
-    "replay_phases",
-    "run_experiment",
-    "summarize_experiment",
-    "TUNE_BASES",
-    "tune",
-]
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._device import Device
+    from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
+    from ._metrics import PhaseMetrics
+    from ._phase import PhaseReplay, replay_phases
+    from ._policies import POLICIES, assign_policy
+    from ._request_metrics import (
+        RequestMetrics,
+        backlogged_shares,
+        interval_bytes,
+        jain_index,
+        share_error,
+        sliding_shares,
+    )
+    from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
+    from ._trace import RequestTrace
+    from ._tune import TUNE_BASES, tune
+
+_EXPORTS = {
+    "Device": "._device",
+    "EXPERIMENT_POLICIES": "._experiments",
+    "EXPERIMENT_REFERENCE": "._experiments",
+    "run_experiment": "._experiments",
+    "summarize_experiment": "._experiments",
+    "PhaseMetrics": "._metrics",
+    "PhaseReplay": "._phase",
+    "replay_phases": "._phase",
+    "POLICIES": "._policies",
+    "assign_policy": "._policies",
+    "RequestMetrics": "._request_metrics",
+    "backlogged_shares": "._request_metrics",
+    "interval_bytes": "._request_metrics",
+    "jain_index": "._request_metrics",
+    "share_error": "._request_metrics",
+    "sliding_shares": "._request_metrics",
+    "SCHEDULER_PARAMS": "._requests",
+    "SCHEDULERS": "._requests",
+    "RequestReplay": "._requests",
+    "replay_requests": "._requests",
+    "RequestTrace": "._trace",
+    "TUNE_BASES": "._tune",
+    "tune": "._tune",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)
