@@ -13,13 +13,14 @@ Examples
 >>> OPS.validate(ops.with_columns(pl.lit("erase").alias("op")), source="ops.csv")
 Traceback (most recent call last):
 ...
-iosets.errors.InputError: ops.csv row 0: op: expected 'read' or 'write', got 'erase'
+iosets.errors.InputError: ops.csv row 0: op: expected 'read'|'write', got 'erase'
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from typing import Any
 
 import polars as pl
 
@@ -93,7 +94,7 @@ class TableSchema:
         return tuple(c.name for c in self.columns if c.required)
 
     @property
-    def polars(self) -> dict[str, pl.DataType | type[pl.DataType]]:
+    def polars(self) -> dict[Any, Any]:
         """``{name: Polars type}`` of the typed columns (for ``schema=`` and ``schema_overrides=``)."""
         return {c.name: c.dtype for c in self.columns if c.dtype is not None}
 
@@ -214,7 +215,7 @@ OPS = TableSchema(
             pl.String,
             "'read' or 'write'.",
             check=pl.col("op").is_in(["read", "write"]),
-            expect="'read' or 'write'",
+            expect="'read'|'write'",
         ),
         Column(
             "offset", pl.Int64, "Byte offset in the file or device.", check=pl.col("offset") >= 0, expect="bytes >= 0"

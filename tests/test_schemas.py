@@ -49,7 +49,7 @@ def test_zero_byte_requests_are_valid_ops():
 @pytest.mark.parametrize(
     ("columns", "message"),
     [
-        ({"op": ["read", "erase"]}, "t.csv row 1: op: expected 'read' or 'write', got 'erase'"),
+        ({"op": ["read", "erase"]}, "t.csv row 1: op: expected 'read'\\|'write', got 'erase'"),
         ({"size": [1, -5]}, "t.csv row 1: size: expected bytes >= 0, got -5"),
         ({"offset": [-1, 0]}, "t.csv row 0: offset: expected bytes >= 0, got -1"),
         ({"start": [float("inf"), 1.0]}, "t.csv row 0: start: expected a finite number, got inf"),
