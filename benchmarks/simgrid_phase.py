@@ -131,71 +131,69 @@ PROG = "simgrid_phase"
 
 
 def fail(msg, code=2):
-    sys.stderr.write("%s: error: %s\n" % (PROG, msg))
+    sys.stderr.write(f"{PROG}: error: {msg}\n")
     sys.exit(code)
 
 
 def _num(x, what):
     if isinstance(x, bool) or not isinstance(x, (int, float)):
-        fail("%s must be a number, got %r" % (what, x))
+        fail(f"{what} must be a number, got {x!r}")
     x = float(x)
     if not math.isfinite(x):
-        fail("%s must be finite, got %r" % (what, x))
+        fail(f"{what} must be finite, got {x!r}")
     return x
 
 
 def load_workload(path):
     """Parse and validate a resolved workload; returns (B, jobs)."""
     try:
-        with open(path, "r") as f:
+        with open(path) as f:
             w = json.load(f)
     except FileNotFoundError:
-        fail("workload file not found: %s" % path)
+        fail(f"workload file not found: {path}")
     except (OSError, ValueError) as exc:
-        fail("cannot read workload %s: %s" % (path, exc))
+        fail(f"cannot read workload {path}: {exc}")
     if not isinstance(w, dict):
         fail("workload must be a JSON object")
     if "bandwidth" not in w:
         fail("workload has no 'bandwidth'")
     B = _num(w["bandwidth"], "bandwidth")
     if B <= 0:
-        fail("bandwidth must be > 0, got %r" % B)
+        fail(f"bandwidth must be > 0, got {B!r}")
     raw = w.get("jobs")
     if not isinstance(raw, list):
         fail("workload has no 'jobs' list")
     jobs = []
     for n, j in enumerate(raw):
         if not isinstance(j, dict):
-            fail("job #%d is not an object" % n)
-        jid = str(j.get("id", "job%d" % n))
-        where = "job #%d (%s)" % (n, jid)
+            fail(f"job #{n} is not an object")
+        jid = str(j.get("id", f"job{n}"))
+        where = f"job #{n} ({jid})"
         s = j.get("set")
         if s is None:
-            fail(
-                "%s has no 'set' (the workload must be resolved: every job needs an integer set and a priority)" % where
-            )
+            fail(f"{where} has no 'set' (the workload must be resolved: every job needs an integer set and a priority)")
         if isinstance(s, bool) or not isinstance(s, (int, float)) or float(s) != int(s):
-            fail("%s: 'set' must be an integer, got %r" % (where, s))
+            fail(f"{where}: 'set' must be an integer, got {s!r}")
         p = j.get("priority")
         if p is None:
-            fail("%s has no 'priority' (the workload must be resolved)" % where)
+            fail(f"{where} has no 'priority' (the workload must be resolved)")
         p = _num(p, where + " priority")
         if p <= 0:
-            fail("%s: priority must be > 0, got %r" % (where, p))
+            fail(f"{where}: priority must be > 0, got {p!r}")
         release = _num(j.get("release", 0.0), where + " release")
         if release < 0:
-            fail("%s: release must be >= 0, got %r" % (where, release))
+            fail(f"{where}: release must be >= 0, got {release!r}")
         phases = j.get("phases")
         if not isinstance(phases, list):
-            fail("%s has no 'phases' list" % where)
+            fail(f"{where} has no 'phases' list")
         ph = []
         for k, pr in enumerate(phases):
             if not isinstance(pr, (list, tuple)) or len(pr) != 2:
-                fail("%s phase %d must be [t_cpu, io_bytes], got %r" % (where, k, pr))
-            t = _num(pr[0], "%s phase %d t_cpu" % (where, k))
-            b = _num(pr[1], "%s phase %d io_bytes" % (where, k))
+                fail(f"{where} phase {k} must be [t_cpu, io_bytes], got {pr!r}")
+            t = _num(pr[0], f"{where} phase {k} t_cpu")
+            b = _num(pr[1], f"{where} phase {k} io_bytes")
             if t < 0 or b < 0:
-                fail("%s phase %d: t_cpu and io_bytes must be >= 0, got %r" % (where, k, pr))
+                fail(f"{where} phase {k}: t_cpu and io_bytes must be >= 0, got {pr!r}")
             ph.append((t, b))
         jobs.append({"id": jid, "set": int(s), "priority": p, "release": release, "phases": ph})
     return B, jobs
@@ -328,7 +326,7 @@ def simulate(B, jobs, cfg_args, byte_scale=1.0):
     events = sum(len(j["phases"]) for j in jobs)
     missing = sum(1 for row in io_end for v in row if v is None)
     if missing:
-        raise RuntimeError("%d phases did not complete in SimGrid" % missing)
+        raise RuntimeError(f"{missing} phases did not complete in SimGrid")
     return io_req, io_start, io_end, events, simgrid
 
 
@@ -343,35 +341,35 @@ def main(argv):
                 try:
                     byte_scale = float(v)
                 except ValueError:
-                    fail("bad --byte-scale: %s" % a)
+                    fail(f"bad --byte-scale: {a}")
                 if not (byte_scale > 0 and math.isfinite(byte_scale)):
                     fail("--byte-scale must be > 0 or 'auto'")
         elif a in ("-h", "--help"):
             sys.stdout.write(__doc__)
             return 0
         elif a.startswith("--"):
-            fail("unknown option %s" % a)
+            fail(f"unknown option {a}")
         else:
             pos.append(a)
     if len(pos) != 2:
-        fail("usage: %s WORKLOAD.json OUT.json [--cfg=NAME:VALUE ...] [--byte-scale=K]" % os.path.basename(argv[0]))
+        fail(f"usage: {os.path.basename(argv[0])} WORKLOAD.json OUT.json [--cfg=NAME:VALUE ...] [--byte-scale=K]")
     wpath, opath = pos
     B, jobs = load_workload(wpath)
     if byte_scale == "auto":
         byte_scale = auto_byte_scale(jobs)
     odir = os.path.dirname(os.path.abspath(opath))
     if not os.path.isdir(odir):
-        fail("output directory does not exist: %s" % odir)
+        fail(f"output directory does not exist: {odir}")
     try:
         import simgrid  # noqa: F401
     except ImportError as exc:
-        fail("SimGrid Python bindings not importable (%s); run benchmarks/setup_simgrid.sh" % exc, code=3)
+        fail(f"SimGrid Python bindings not importable ({exc}); run benchmarks/setup_simgrid.sh", code=3)
 
     t0 = time.perf_counter()
     try:
         io_req, io_start, io_end, events, simgrid = simulate(B, jobs, cfg, byte_scale)
     except RuntimeError as exc:
-        fail("SimGrid replay failed: %s" % exc, code=1)
+        fail(f"SimGrid replay failed: {exc}", code=1)
     wall = time.perf_counter() - t0
 
     makespan = max((row[-1] for row in io_end if row), default=0.0)
@@ -389,10 +387,10 @@ def main(argv):
         with open(opath, "w") as f:
             json.dump(out, f)
     except OSError as exc:
-        fail("cannot write %s: %s" % (opath, exc))
+        fail(f"cannot write {opath}: {exc}")
     print(
-        "simgrid_phase: %d jobs, %d phases, last io_end %.6f s, wall %.3f s (SimGrid %s) -> %s"
-        % (len(jobs), events, makespan, wall, out["simgrid_version"], opath)
+        f"simgrid_phase: {len(jobs)} jobs, {events} phases, last io_end {makespan:.6f} s, wall {wall:.3f} s "
+        f"(SimGrid {out['simgrid_version']}) -> {opath}"
     )
     return 0
 

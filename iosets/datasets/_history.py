@@ -114,7 +114,7 @@ def make_job_history(
     log_w = (
         app_centre[app]
         + app_slope[app] * (start / _SPAN - 0.5)
-        + np.array([pair_offset[a, u] for a, u in zip(app, user)])
+        + np.array([pair_offset[a, u] for a, u in zip(app, user, strict=False)])
         + rng.normal(0, noise, n_jobs)
     )
     w = 10.0**log_w
