@@ -1,9 +1,12 @@
 """Request-level replay speed: 10 M synthetic requests per scheduler in one C call.
 
-Targets (DESIGN.md): >= 10 M req/s for fcfs, time-order and wfq; >= 5 M req/s
+Targets (README, Speed): >= 10 M req/s for fcfs, time-order and wfq; >= 5 M req/s
 for rbfq with 1000 clients. Anchor: libCacheSim (PyPI ``libcachesim``) running
 FIFO over the same number of requests from a binary oracleGeneral trace, in the
-same process; the ratio printed is iosets req/s / libCacheSim req/s.
+same process; the ratio printed is iosets req/s / libCacheSim req/s. The rate
+"with metrics" includes the per-class table. Last, the time per call of
+replay_requests on tiny inputs (4 and 10 requests), from an ops table and from a
+prepared RequestTrace, against the C engine alone.
 
 Usage: .venv/bin/python benchmarks/replay_requests.py [--requests N] [--no-anchor]
 """
@@ -16,8 +19,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
-from iosets.replay import SCHEDULERS, Device, RequestTrace, replay_requests
+from iosets.replay import SCHEDULERS, Device, RequestTrace, _engine, replay_requests
 
 TARGETS = {"fcfs": 10e6, "time-order": 10e6, "wfq": 10e6, "rbfq": 5e6}
 CLIENTS = {"rbfq": 1000}  # classes per scheduler; 4 otherwise
@@ -91,6 +95,58 @@ def libcachesim_rate(n: int) -> float | None:
         return n / (time.perf_counter() - start)
 
 
+def tiny_ops(n: int) -> pl.DataFrame:
+    """``n`` 4 KiB requests of two jobs, in pairs 1 ms apart."""
+    return pl.DataFrame(
+        {
+            "job_id": ["a", "b"] * (n // 2),
+            "rank": 0,
+            "op": ["read", "write"] * (n // 2),
+            "offset": np.repeat(np.arange(n // 2) * 4096, 2),
+            "size": 4096,
+            "start": np.repeat(np.arange(n // 2) * 0.001, 2),
+        }
+    )
+
+
+def engine_alone(trace: RequestTrace):
+    """The C engine under fcfs on ``trace``, its arguments prepared once."""
+    n, n_classes = trace.n, trace.classes.size
+    arguments = (
+        *(trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase, trace.op),
+        *(n_classes, trace.n_streams, trace.n_servers, trace.n_phases, Device().as_tuple()),
+        *(np.ones(n_classes), np.zeros(n_classes), np.zeros(n_classes), np.empty(0)),
+        *(np.empty(n), np.empty(n), np.empty(n, np.int64)),
+    )
+    return lambda: _engine.replay_requests("fcfs", *arguments)
+
+
+def per_call(call, calls: int = 300, rounds: int = 5) -> float:
+    """Best mean time of one call (s) over ``rounds`` rounds of ``calls`` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            call()
+        best = min(best, (time.perf_counter() - start) / calls)
+    return best
+
+
+def tiny_overhead() -> None:
+    """Per-call time of replay_requests on tiny inputs against the C engine alone."""
+    for n in (4, 10):
+        ops = tiny_ops(n)
+        trace = RequestTrace.from_ops(ops)
+        times = {
+            "ops table": per_call(lambda o=ops: replay_requests(o, "fcfs")),
+            "RequestTrace": per_call(lambda t=trace: replay_requests(t, "fcfs")),
+            "engine alone": per_call(engine_alone(trace)),
+        }
+        print(
+            f"replay_requests, {n} requests, per call: " + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in times.items())
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=10_000_000)
@@ -112,6 +168,7 @@ def main() -> None:
         trace = traces.get(n_classes) or traces.setdefault(n_classes, synthetic_trace(args.requests, n_classes))
         start = time.perf_counter()
         result = replay_requests(trace, name, device=device, **scheduler_arguments(name, n_classes))
+        _ = result.metrics.classes  # built on first access; part of the metrics
         overall = trace.n / (time.perf_counter() - start)
         rate = trace.n / result.engine_seconds
         target = TARGETS.get(name)
@@ -123,6 +180,7 @@ def main() -> None:
             f" {overall / 1e6:>21.2f}",
             flush=True,
         )
+    tiny_overhead()
 
 
 if __name__ == "__main__":

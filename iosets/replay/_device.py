@@ -1,6 +1,7 @@
 """The device model of the request-level engine."""
 
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
@@ -50,7 +51,7 @@ class Device:
     def from_strings(cls, items: list[str]) -> "Device":
         """Build from ``key=value`` strings (the CLI's ``--device``)."""
         known = {f.name: f.type for f in fields(cls)}
-        values = {}
+        values: dict[str, Any] = {}
         for item in items:
             key, sep, value = item.partition("=")
             if not sep or key not in known:

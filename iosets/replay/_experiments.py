@@ -9,7 +9,7 @@ from ..datasets import FIGURES, figure_seed, make_figure_workload
 from ._phase import replay_phases
 
 REFERENCE_POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority")
-EXPERIMENT_POLICIES = {name: REFERENCE_POLICIES for name in FIGURES}
+EXPERIMENT_POLICIES: dict[str, tuple[str, ...]] = {name: REFERENCE_POLICIES for name in FIGURES}
 EXPERIMENT_POLICIES["fig10"] = REFERENCE_POLICIES + ("clairvoyant",)
 EXPERIMENT_REFERENCE = {name: "fair-share" for name in FIGURES}
 EXPERIMENT_REFERENCE["fig10"] = "clairvoyant"  # the paper normalizes Fig. 10 by the oracle

@@ -1,8 +1,16 @@
-"""Utilization, IO-slowdown and Max Stretch over a window (seed 004, section V-D)."""
+"""Utilization, IO-slowdown and Max Stretch over a window (seed 004, section V-D), computed in C."""
+
+from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from . import _engine
+
+if TYPE_CHECKING:
+    from ..workload import Workload
 
 
 @dataclass(frozen=True)
@@ -29,61 +37,33 @@ class PhaseMetrics:
         return asdict(self)
 
 
-def _moved_before(date, io_bytes, io_start, io_end, remaining):
-    """Bytes of each phase moved before ``date``, given the engine's probe at ``date``."""
-    performing = (io_start < date) & (io_end > date)
-    moved = np.where(io_end <= date, io_bytes, 0.0)
-    return np.where(performing, io_bytes - np.nan_to_num(remaining), moved)
-
-
-def compute_phase_metrics(
-    job: np.ndarray,
-    n_jobs: int,
-    io_bytes: np.ndarray,
+def workload_metrics(
+    workload: Workload,
     cpu_start: np.ndarray,
     cpu_end: np.ndarray,
     io_start: np.ndarray,
     io_end: np.ndarray,
     remaining: tuple[np.ndarray, np.ndarray],
-    *,
-    bandwidth: float,
-    window: tuple[float, float],
 ) -> PhaseMetrics:
-    """Metrics of a replayed timeline; ``remaining`` holds the engine's window probes."""
-    tb, te = window
-    width = te - tb
-    e_cpu = np.bincount(
-        job, weights=np.clip(np.minimum(cpu_end, te) - np.maximum(cpu_start, tb), 0, None), minlength=n_jobs
-    )
-    moved = _moved_before(te, io_bytes, io_start, io_end, remaining[1]) - _moved_before(
-        tb, io_bytes, io_start, io_end, remaining[0]
-    )
-    e_io = np.bincount(job, weights=moved / bandwidth, minlength=n_jobs)
-    e_iter = np.bincount(job, weights=(io_end >= tb) & (io_end <= te), minlength=n_jobs)
-    n_phases = np.bincount(job, minlength=n_jobs)
-    t_io = np.bincount(job, weights=io_bytes, minlength=n_jobs) / np.maximum(n_phases, 1) / bandwidth
+    """Metrics of a timeline of ``workload`` replayed by another engine (phase arrays in the workload's order).
 
-    counted = (e_iter > 0) & (t_io > 0)
-    ratios = (width - e_cpu[counted]) / (t_io[counted] * e_iter[counted])
-    with np.errstate(divide="ignore"):  # a job computing through the whole window has ratio 0
-        io_slowdown = float(np.exp(np.mean(np.log(ratios)))) if counted.any() else float("nan")
-    work = e_cpu + e_io
-    max_stretch = float(np.max(width / work[work > 0])) if (work > 0).any() else float("nan")
-    utilization = float(e_cpu.sum() / (n_jobs * width)) if n_jobs else float("nan")
-    return PhaseMetrics(utilization=utilization, io_slowdown=io_slowdown, max_stretch=max_stretch)
+    ``remaining`` holds, for the window's T_begin and T_end, the bytes left of each phase
+    performing I/O at that date (other entries are not read; NaN counts as 0).
+    """
+    utilization, io_slowdown, max_stretch = _engine.phase_metrics(
+        workload.offsets,
+        workload.io_bytes,
+        _float64(cpu_start),
+        _float64(cpu_end),
+        _float64(io_start),
+        _float64(io_end),
+        _float64(remaining[0]),
+        _float64(remaining[1]),
+        workload.bandwidth,
+        workload.window,
+    )
+    return PhaseMetrics(utilization, io_slowdown, max_stretch)
 
 
-def workload_metrics(workload, cpu_start, cpu_end, io_start, io_end, remaining) -> PhaseMetrics:
-    """Metrics of a timeline of ``workload`` (phase arrays in the workload's phase order)."""
-    return compute_phase_metrics(
-        workload.phases["job"].to_numpy(),
-        workload.n_jobs,
-        workload.phases["io_bytes"].to_numpy(),
-        cpu_start,
-        cpu_end,
-        io_start,
-        io_end,
-        remaining,
-        bandwidth=workload.bandwidth,
-        window=workload.window,
-    )
+def _float64(values) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.float64)

@@ -1,38 +1,89 @@
-"""Phase-level replay: one C call per workload, metrics vectorised in numpy."""
+"""Phase-level replay: one C call per workload runs the engine and measures the window."""
 
-from dataclasses import dataclass
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
-from ..workload import Workload
 from . import _engine
-from ._metrics import PhaseMetrics, workload_metrics
+from ._metrics import PhaseMetrics
 from ._policies import assign_policy
 
+if TYPE_CHECKING:
+    import polars as pl
 
-@dataclass(frozen=True)
+    from ..workload import Workload
+
+
+@dataclass(frozen=True, eq=False)
 class PhaseReplay:
     """Result of :func:`replay_phases`.
 
     Attributes
     ----------
-    timeline : polars.DataFrame
-        One row per phase: ``job_id``, ``phase``, ``cpu_start``, ``cpu_end``,
-        ``io_start`` (admission), ``io_end``; the I/O request date is ``cpu_end``.
     metrics : PhaseMetrics
         Utilization, IO-slowdown and Max Stretch over the workload's window.
     sets, priorities : numpy.ndarray
         The set (int64) and priority (float64) each job ran with.
     n_events : int
         Compute and I/O completions the engine processed.
+    workload : Workload
+        The replayed workload.
+    times : numpy.ndarray
+        (4, n_phases) float64: the rows ``cpu_start``, ``cpu_end``, ``io_start`` and
+        ``io_end`` (s), in the workload's phase order, also given under those names.
+    timeline : polars.DataFrame
+        One row per phase: ``job_id``, ``phase``, ``cpu_start``, ``cpu_end``,
+        ``io_start`` (admission), ``io_end``; the I/O request date is ``cpu_end``.
+        Built on first access.
     """
 
-    timeline: pl.DataFrame
     metrics: PhaseMetrics
     sets: np.ndarray
     priorities: np.ndarray
     n_events: int
+    workload: Workload = field(repr=False)
+    times: np.ndarray = field(repr=False)
+
+    @property
+    def cpu_start(self) -> np.ndarray:
+        """Start of each phase's compute (s)."""
+        return self.times[0]
+
+    @property
+    def cpu_end(self) -> np.ndarray:
+        """End of each phase's compute, its I/O request (s)."""
+        return self.times[1]
+
+    @property
+    def io_start(self) -> np.ndarray:
+        """Admission of each phase's I/O (s)."""
+        return self.times[2]
+
+    @property
+    def io_end(self) -> np.ndarray:
+        """End of each phase's I/O (s)."""
+        return self.times[3]
+
+    @cached_property
+    def timeline(self) -> pl.DataFrame:
+        """One row per phase: ``job_id``, ``phase``, ``cpu_start``, ``cpu_end``, ``io_start``, ``io_end``."""
+        import polars as pl
+
+        job = self.workload.phase_job
+        return pl.DataFrame(
+            {
+                "job_id": self.workload.jobs["id"].gather(job),
+                "phase": np.arange(job.size) - self.workload.offsets[job],
+                "cpu_start": self.cpu_start,
+                "cpu_end": self.cpu_end,
+                "io_start": self.io_start,
+                "io_end": self.io_end,
+            }
+        )
 
 
 def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
@@ -57,35 +108,19 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
     0.8414
     """
     sets, priorities = assign_policy(workload, policy)
-    _, dense_sets = np.unique(sets, return_inverse=True)
-    offsets = workload.phase_offsets()
-    t_cpu = np.ascontiguousarray(workload.phases["t_cpu"].to_numpy(), dtype=np.float64)
-    io_bytes = np.ascontiguousarray(workload.phases["io_bytes"].to_numpy(), dtype=np.float64)
-    n_phases = t_cpu.size
-    out = np.full((6, n_phases), np.nan)
-    n_events = _engine.replay_phases(
-        np.ascontiguousarray(workload.jobs["release"].to_numpy(), dtype=np.float64),
-        dense_sets.astype(np.int32),
-        np.ascontiguousarray(priorities, dtype=np.float64),
-        offsets,
-        t_cpu,
-        io_bytes,
-        int(dense_sets.max(initial=-1) + 1),
-        float(workload.bandwidth),
-        (float(workload.window[0]), float(workload.window[1])),
-        *out,
+    sets = np.ascontiguousarray(sets, dtype=np.int64)
+    priorities = np.ascontiguousarray(priorities, dtype=np.float64)
+    times = np.empty((4, workload.n_phases))
+    n_events, utilization, io_slowdown, max_stretch = _engine.replay_phases(
+        workload.release,
+        sets,
+        priorities,
+        workload.offsets,
+        workload.t_cpu,
+        workload.io_bytes,
+        workload.bandwidth,
+        workload.window,
+        *times,
     )
-    cpu_start, cpu_end, io_start, io_end, rem_tb, rem_te = out
-    job = workload.phases["job"].to_numpy()
-    metrics = workload_metrics(workload, cpu_start, cpu_end, io_start, io_end, (rem_tb, rem_te))
-    timeline = pl.DataFrame(
-        {
-            "job_id": workload.jobs["id"].gather(job),
-            "phase": np.arange(n_phases) - offsets[job],
-            "cpu_start": cpu_start,
-            "cpu_end": cpu_end,
-            "io_start": io_start,
-            "io_end": io_end,
-        }
-    )
-    return PhaseReplay(timeline=timeline, metrics=metrics, sets=sets, priorities=priorities, n_events=n_events)
+    metrics = PhaseMetrics(utilization, io_slowdown, max_stretch)
+    return PhaseReplay(metrics, sets, priorities, n_events, workload, times)

@@ -54,20 +54,21 @@ def _w_iter(workload: Workload) -> np.ndarray:
 
 
 def _explicit(workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-    for column in ("set", "priority"):
-        missing = workload.jobs[column].is_null().arg_true()
-        if missing.len():
-            job = workload.jobs["id"][int(missing[0])]
-            raise InputError(f"policy 'explicit': job {job!r} has no {column}")
-    return workload.jobs["set"].to_numpy(), workload.jobs["priority"].to_numpy().astype(np.float64)
+    sets, priorities = workload.optional["set"], workload.optional["priority"]
+    for column, values in (("set", sets), ("priority", priorities)):
+        missing = np.flatnonzero(np.isnan(values))
+        if missing.size:
+            raise InputError(f"policy 'explicit': job {workload.ids[missing[0]]!r} has no {column}")
+    return sets.astype(np.int64), priorities
 
 
 def _clairvoyant(workload: Workload) -> tuple[np.ndarray, np.ndarray]:
-    profile = workload.jobs["profile"]
-    if profile.null_count():
-        job = workload.jobs["id"][int(profile.is_null().arg_true()[0])]
+    profile = workload.optional["profile"]
+    missing = np.flatnonzero(np.isnan(profile))
+    if missing.size:
+        job = workload.ids[missing[0]]
         raise InputError(f"policy 'clairvoyant' needs the generator's profiles; job {job!r} has none")
-    sets = profile.to_numpy().astype(np.int64)
+    sets = profile.astype(np.int64)
     _, inverse = np.unique(sets, return_inverse=True)
     w = _w_iter(workload)
     mean_w = np.bincount(inverse, weights=w) / np.bincount(inverse)

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
+if TYPE_CHECKING:
+    from ._trace import RequestTrace
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class RequestMetrics:
     """Summary of one request-level replay.
 
     Attributes
     ----------
     classes : polars.DataFrame
-        One row per class: ``class``, ``bytes``, ``requests``, ``share`` (of all bytes),
-        ``throughput`` (bytes / (last completion - first arrival) of the class),
-        ``latency_p50``, ``latency_p99`` (completion - arrival, s), ``reservation`` and
-        ``reservation_met`` (null without a reservation).
+        One row per class (:data:`iosets.schemas.REQUEST_CLASSES`): ``class``, ``bytes``,
+        ``requests``, ``share`` (of all bytes), ``throughput`` (bytes / (last completion -
+        first arrival) of the class), ``latency_p50``, ``latency_p99`` (completion - arrival,
+        s), ``reservation`` and ``reservation_met`` (null without a reservation). Built on
+        first access.
     aggregate_throughput : float
         All bytes / (last completion - first arrival).
     jain_index : float
@@ -29,11 +35,16 @@ class RequestMetrics:
         Dispatched units.
     """
 
-    classes: pl.DataFrame
     aggregate_throughput: float
     jain_index: float
     mean_aggregation_size: float
     n_units: int
+    replay: _ReplayedTrace = field(repr=False)
+
+    @cached_property
+    def classes(self) -> pl.DataFrame:
+        """Per-class bytes, requests, share, throughput, latency percentiles and reservation."""
+        return self.replay.classes()
 
     def to_dict(self) -> dict:
         """JSON-ready form (the CLI's ``--json``)."""
@@ -46,6 +57,58 @@ class RequestMetrics:
         }
 
 
+@dataclass(frozen=True)
+class _ReplayedTrace:
+    """What the per-class table is built from, on demand."""
+
+    trace: RequestTrace
+    complete: np.ndarray
+    reservation: np.ndarray
+    cost_bytes: bool
+
+    def classes(self) -> pl.DataFrame:
+        """One row per class with requests (see :attr:`RequestMetrics.classes`)."""
+        trace, reservation = self.trace, self.reservation
+        frame = pl.DataFrame(
+            {"cls": trace.cls, "size": trace.size, "arrival": trace.arrival, "complete": self.complete}
+        ).with_columns((pl.col("complete") - pl.col("arrival")).alias("latency"))
+        per_class = (
+            frame.group_by("cls")
+            .agg(
+                pl.col("size").sum().alias("bytes"),
+                pl.len().alias("requests"),
+                (pl.col("size").sum() / (pl.col("complete").max() - pl.col("arrival").min())).alias("throughput"),
+                pl.col("latency").quantile(0.5, "linear").alias("latency_p50"),
+                pl.col("latency").quantile(0.99, "linear").alias("latency_p99"),
+            )
+            .sort("cls")
+        )
+        total = float(trace.size.sum())
+        ids = per_class["cls"].to_numpy()
+        rate = (
+            per_class["throughput"]
+            if self.cost_bytes
+            else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
+        )
+        reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
+        return per_class.with_columns(
+            pl.Series("class", trace.classes[ids]),
+            (pl.col("bytes") / total).alias("share"),
+            reserved.alias("reservation"),
+            (rate >= 0.99 * reserved).alias("reservation_met"),
+        ).select(
+            "class",
+            "bytes",
+            pl.col("requests").cast(pl.Int64),
+            "share",
+            "throughput",
+            "latency_p50",
+            "latency_p99",
+            "reservation",
+            "reservation_met",
+        )
+
+
 def jain_index(values: np.ndarray) -> float:
     """(sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one takes everything."""
     values = np.asarray(values, dtype=np.float64)
@@ -53,59 +116,41 @@ def jain_index(values: np.ndarray) -> float:
     return float(np.sum(values) ** 2 / (values.size * square)) if square > 0 else float("nan")
 
 
+def class_throughput(trace: RequestTrace, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ids of the classes with requests and their throughput: bytes / (last completion - first arrival)."""
+    n_classes = trace.classes.size
+    requests = np.bincount(trace.cls, minlength=n_classes)
+    served = np.bincount(trace.cls, weights=trace.size, minlength=n_classes)
+    first = np.full(n_classes, np.inf)
+    np.minimum.at(first, trace.cls, trace.arrival)
+    last = np.full(n_classes, -np.inf)
+    np.maximum.at(last, trace.cls, complete)
+    ids = np.flatnonzero(requests)
+    return ids, served[ids] / (last[ids] - first[ids])
+
+
 def compute_request_metrics(
-    trace, dispatch, complete, n_units: int, weight: np.ndarray, reservation: np.ndarray, *, cost_bytes: bool = False
+    trace: RequestTrace,
+    complete: np.ndarray,
+    n_units: int,
+    weight: np.ndarray,
+    reservation: np.ndarray,
+    *,
+    cost_bytes: bool = False,
 ) -> RequestMetrics:
     """Per-class and global metrics of a replayed trace.
 
     A class with a reservation (> 0, in IOs/s, or bytes/s with ``cost_bytes``) has it
     met when its rate over its own active span reaches 99 % of it.
     """
-    n_classes = trace.classes.size
-    frame = pl.DataFrame(
-        {"cls": trace.cls, "size": trace.size, "arrival": trace.arrival, "complete": complete}
-    ).with_columns((pl.col("complete") - pl.col("arrival")).alias("latency"))
-    per_class = (
-        frame.group_by("cls")
-        .agg(
-            pl.col("size").sum().alias("bytes"),
-            pl.len().alias("requests"),
-            (pl.col("size").sum() / (pl.col("complete").max() - pl.col("arrival").min())).alias("throughput"),
-            pl.col("latency").quantile(0.5, "linear").alias("latency_p50"),
-            pl.col("latency").quantile(0.99, "linear").alias("latency_p99"),
-        )
-        .sort("cls")
-    )
-    total = float(trace.size.sum())
-    ids = per_class["cls"].to_numpy()
-    rate = (
-        per_class["throughput"] if cost_bytes else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
-    )
-    reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
-    classes = per_class.with_columns(
-        pl.Series("class", trace.classes[ids]),
-        (pl.col("bytes") / total).alias("share"),
-        reserved.alias("reservation"),
-        (rate >= 0.99 * reserved).alias("reservation_met"),
-    ).select(
-        "class",
-        "bytes",
-        pl.col("requests").cast(pl.Int64),
-        "share",
-        "throughput",
-        "latency_p50",
-        "latency_p99",
-        "reservation",
-        "reservation_met",
-    )
     span = float(complete.max() - trace.arrival.min()) if trace.n else 0.0
-    normalized = per_class["throughput"].to_numpy() / weight[per_class["cls"].to_numpy()]
+    ids, throughput = class_throughput(trace, complete)
     return RequestMetrics(
-        classes=classes,
-        aggregate_throughput=total / span if span > 0 else float("nan"),
-        jain_index=jain_index(normalized) if n_classes else float("nan"),
+        aggregate_throughput=float(trace.size.sum()) / span if span > 0 else float("nan"),
+        jain_index=jain_index(throughput / weight[ids]) if ids.size else float("nan"),
         mean_aggregation_size=trace.n / n_units if n_units else float("nan"),
         n_units=n_units,
+        replay=_ReplayedTrace(trace, complete, reservation, cost_bytes),
     )
 
 

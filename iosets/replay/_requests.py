@@ -17,34 +17,16 @@ from ._request_metrics import RequestMetrics, compute_request_metrics
 from ._trace import RequestTrace
 
 SCHEDULER_PARAMS: dict[str, dict[str, float]] = {
-    "fcfs": {},
-    "time-order": {},
-    "wfq": {},
-    "iosets-wfq": {},
-    # cost_bytes: 1 = a request costs its bytes (reservations, limits in bytes/s), 0 = one IO;
-    # idle_credit: sigma of seed 001 section 3.3, a client back from idle gets global tags from
-    # now - sigma * cost / weight (0 = the plain Figure 5 tags); distributed: 1 = a server charges a
-    # client's global tags with its service at other servers (delta, section 3.2)
-    "rbfq": {"cost_bytes": 0.0, "idle_credit": 0.0, "distributed": 1.0},
-    # FAIRIO (seed 003): cycle_length s; window_cycles r; mode 0 = window history (compensation and
-    # proportional modes), 1 = weight shares every cycle; class_threshold Class_threshold (requests);
-    # storage_load StorageLoad_threshold (units, 0 = the device's queue_depth); compensate_idle 1 =
-    # idleness within the window counts as under-service (the paper forgives it: 0)
-    "fairio": {
-        "cycle_length": 1.0,
-        "window_cycles": 20.0,
-        "mode": 0.0,
-        "class_threshold": 1.0,
-        "storage_load": 0.0,
-        "compensate_idle": 0.0,
-    },
-    # aIOLi (seed 002): quantum_step bytes per scheduling step; max_aggregation bytes per unit;
-    # max_wait s a file may wait for a larger aggregation (AGIOS defaults: 64 KiB, 16 x 64 KiB, 900 us)
-    "aioli": {"quantum_step": 65536.0, "max_aggregation": 1048576.0, "max_wait": 0.0009},
+    name: {param: default for param, default, _, _ in params} for name, params in _engine.scheduler_params().items()
 }
-"""Each scheduler's scalar parameters and their defaults, in the order the C side reads them."""
+"""Each scheduler's scalar parameters and their defaults, in the order the engine takes them.
+
+They are declared in C next to each scheduler; ``_engine.scheduler_params()`` also gives
+each parameter's allowed values and a one-line description."""
 
 SCHEDULERS = tuple(SCHEDULER_PARAMS)
+
+_DEFAULT_DEVICE = Device()
 
 
 @dataclass(frozen=True)
@@ -129,7 +111,7 @@ def replay_requests(
     Parameters
     ----------
     ops : polars.DataFrame or RequestTrace
-        An ops table (DESIGN.md) or a prepared trace.
+        An ops table (:data:`iosets.schemas.OPS`) or a prepared trace.
     scheduler : str, default="fcfs"
         One of :data:`SCHEDULERS`.
     device : Device, default=None
@@ -151,11 +133,11 @@ def replay_requests(
     """
     check_choice(scheduler, "scheduler", SCHEDULERS)
     defaults = SCHEDULER_PARAMS[scheduler]
-    unknown = set(params) - set(defaults)
+    unknown = params.keys() - defaults.keys()
     if unknown:
-        known = ", ".join(defaults) or "none"
-        raise InputError(f"scheduler {scheduler!r}: unknown parameters {sorted(unknown)}; known: {known}")
-    device = device or Device()
+        expected = f"expected one of {', '.join(defaults)}" if defaults else "it takes none"
+        raise InputError(f"{scheduler}: unknown parameters {sorted(unknown)}; {expected}")
+    device = device or _DEFAULT_DEVICE
     trace = (
         ops
         if isinstance(ops, RequestTrace)
@@ -170,8 +152,7 @@ def replay_requests(
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)
     vector = np.array([float(params.get(k, v)) for k, v in defaults.items()], dtype=np.float64)
-    dispatch = np.full(trace.n, np.nan)  # stays NaN for a request never dispatched
-    complete = np.full(trace.n, np.nan)
+    dispatch, complete = np.full((2, trace.n), np.nan)  # NaN for a request never dispatched
     unit = np.full(trace.n, -1, dtype=np.int64)
     start = time.perf_counter()
     n_units = _engine.replay_requests(
@@ -199,6 +180,6 @@ def replay_requests(
     )
     seconds = time.perf_counter() - start
     metrics = compute_request_metrics(
-        trace, dispatch, complete, n_units, weight, reservation, cost_bytes=bool(params.get("cost_bytes", 0.0))
+        trace, complete, n_units, weight, reservation, cost_bytes=bool(params.get("cost_bytes", 0.0))
     )
     return RequestReplay(trace, dispatch, complete, unit, metrics, weight, seconds)

@@ -8,8 +8,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-
-OPS_COLUMNS = ("job_id", "rank", "op", "offset", "size", "start")
+from ..schemas import OPS
 
 
 @dataclass(frozen=True)
@@ -58,7 +57,7 @@ class RequestTrace:
         server_by: str | None = None,
         phase_gap: float | None = None,
     ) -> RequestTrace:
-        """Build from an ops table (DESIGN.md).
+        """Build from an ops table (:data:`iosets.schemas.OPS`).
 
         Parameters
         ----------
@@ -75,15 +74,17 @@ class RequestTrace:
             With a ``phase`` column absent, a job's requests start a new I/O phase
             after an idle gap longer than this (s); None leaves phases unknown.
         """
-        missing = [c for c in OPS_COLUMNS if c not in ops.columns]
-        for column in (class_by, stream_by, server_by):
-            if column is not None and column not in ops.columns:
-                missing.append(column)
+        missing = [c for c in (class_by, stream_by, server_by) if c is not None and c not in ops.columns]
         if missing:
             raise InputError(f"ops table: missing columns {missing}; has {ops.columns}")
-        frame = ops.with_row_index("_row").sort("start", maintain_order=True)
-        _check_values(frame)
-        stream_by = stream_by or ("file" if "file" in frame.columns else "rank")
+        frame = OPS.validate(ops, source="ops").with_row_index("_row").sort("start", maintain_order=True)
+        if stream_by is None:  # a request's stream: its file where known, else its rank
+            frame = frame.with_columns(
+                pl.coalesce(pl.lit("file:") + pl.col("file"), pl.lit("rank:") + pl.col("rank").cast(pl.String)).alias(
+                    "_stream"
+                )
+            )
+            stream_by = "_stream"
         classes = frame[class_by].unique().sort()
         if "phase" in frame.columns:
             phase = _dense(frame, ["job_id", "phase"])
@@ -127,22 +128,3 @@ def _phases_by_gap(frame: pl.DataFrame, gap: float) -> np.ndarray:
     )
     keyed = frame.select("_row").join(numbered.select("_row", "job_id", "_phase"), on="_row", how="left")
     return _dense(keyed, ["job_id", "_phase"])
-
-
-def _check_values(frame: pl.DataFrame) -> None:
-    """Raise InputError naming the first bad row of the ops table."""
-    checks = [
-        (~pl.col("op").is_in(["read", "write"]), "op: expected 'read'|'write'", "op"),
-        (pl.col("size").is_null() | (pl.col("size") <= 0), "size: expected bytes > 0", "size"),
-        (pl.col("offset").is_null() | (pl.col("offset") < 0), "offset: expected bytes >= 0", "offset"),
-        (
-            pl.col("start").is_null() | ~pl.col("start").cast(pl.Float64).is_finite(),
-            "start: expected a finite date",
-            "start",
-        ),
-    ]
-    for condition, message, column in checks:
-        bad = frame.filter(condition.fill_null(True))
-        if bad.height:
-            row = bad.row(0, named=True)
-            raise InputError(f"ops row {row['_row']}: {message}, got {row[column]!r}")

@@ -1,4 +1,4 @@
-"""Pure-Python reference engine for the phase-level model (DESIGN.md), for tests only.
+"""Pure-Python reference engine for the phase-level model (README, "The phase model and its metrics"), for tests only.
 
 Deliberately simple and slow, and numerically different from the C engine: the
 clock jumps from event date to event date and every performing I/O phase keeps
@@ -7,7 +7,7 @@ its *remaining bytes*, decreased at each event by ``rate * elapsed`` with
 clock and finish tags instead.) Dates closer than ``REL_TOL`` (relative) are
 one date.
 
-Rules, straight from DESIGN.md: a job starts its first compute phase at its
+Rules, straight from the README's phase model: a job starts its first compute phase at its
 release, then alternates compute (``t_cpu``, never slowed) and I/O
 (``io_bytes``). At most one job per set performs, FCFS within a set by request
 date, ties by job index. At one date: every I/O completion (set freed, next
@@ -16,6 +16,8 @@ then each free set admits its FCFS head. A zero-byte I/O completes at its
 request without waiting for its set.
 """
 
+import bisect
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -40,7 +42,7 @@ class Phase:
             return 0.0
         if date >= self.io_end:
             return self.io_bytes
-        for (d0, m0), (d1, m1) in zip(self.progress, self.progress[1:]):
+        for (d0, m0), (d1, m1) in itertools.pairwise(self.progress):
             if d0 <= date <= d1 and d1 > d0:
                 return m0 + (m1 - m0) * (date - d0) / (d1 - d0)
         raise AssertionError("date inside the I/O phase but outside its progress record")
@@ -110,11 +112,12 @@ def simulate(release, sets, priority, phases, bandwidth, tol=REL_TOL):
             if finish[j] <= close:
                 performer[sets[j]] = None
                 end_io(j, now)
-        while True:  # 2. every compute completion, in job order (a chain may re-enter)
-            due = [j for j in range(n) if state[j] == "cpu" and phase(j).cpu_end <= close]
-            if not due:
-                break
-            request_io(min(due))
+        due = [j for j in range(n) if state[j] == "cpu" and phase(j).cpu_end <= close]
+        while due:  # 2. every compute completion, in job order (a chain may re-enter)
+            j = due.pop(0)
+            request_io(j)
+            if state[j] == "cpu" and phase(j).cpu_end <= close:  # a zero-byte I/O, then zero compute
+                bisect.insort(due, j)
         for s in queue:  # 3. each free set admits its FCFS head
             if performer[s] is None and queue[s]:
                 j = queue[s].pop(0)
@@ -126,7 +129,7 @@ def simulate(release, sets, priority, phases, bandwidth, tol=REL_TOL):
 
 
 def window_metrics(timeline, bandwidth, window):
-    """(utilization, io_slowdown, max_stretch) of DESIGN.md over ``window``, one job at a time."""
+    """(utilization, io_slowdown, max_stretch) of the README's phase model over ``window``, one job at a time."""
     tb, te = window
     width = te - tb
     n = len(timeline)

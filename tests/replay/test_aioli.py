@@ -193,13 +193,16 @@ def test_waits_are_bounded_on_the_simulated_clock(max_wait, max_aggregation, run
     assert wait.max() <= max_wait + 1e-12
 
 
-def test_bad_parameters_are_refused_by_position():
-    trace = make_trace([0.0], [0])
-    for name, value, position in [
-        ("quantum_step", 0.0, 0),
-        ("max_aggregation", -1.0, 1),
-        ("max_wait", -1e-3, 2),
-    ]:
-        with pytest.raises(ReplayError) as info:
-            replay_requests(trace, "aioli", device=DEVICE, **{name: value})
-        assert info.value.index == position
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("quantum_step", 0.0, "aioli: quantum_step must be > 0, got 0$"),
+        ("max_aggregation", -1.0, "aioli: max_aggregation must be > 0, got -1$"),
+        ("max_wait", -1e-3, "aioli: max_wait must be >= 0, got -0.001$"),
+        ("max_wait", float("inf"), "aioli: max_wait must be >= 0, got inf$"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(name, value, message):
+    with pytest.raises(ReplayError, match=message) as info:
+        replay_requests(make_trace([0.0], [0]), "aioli", device=DEVICE, **{name: value})
+    assert info.value.index == -1

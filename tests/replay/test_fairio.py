@@ -257,15 +257,19 @@ def test_class_threshold_defers_small_shares_without_starving_them():
     assert 3.5 < share[0] < 5.5
 
 
-def test_bad_parameters_are_refused_by_position():
-    trace = backlogged(0.1)
-    for name, value, position in [
-        ("cycle_length", 0.0, 0),
-        ("window_cycles", 2.5, 1),
-        ("mode", 2.0, 2),
-        ("class_threshold", -1.0, 3),
-        ("compensate_idle", 0.5, 5),
-    ]:
-        with pytest.raises(ReplayError) as info:
-            replay_requests(trace, "fairio", device=DEVICE, **{name: value})
-        assert info.value.index == position
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("cycle_length", 0.0, "fairio: cycle_length must be > 0, got 0$"),
+        ("window_cycles", 2.5, "fairio: window_cycles must be an integer in \\[1, 1000000\\], got 2.5$"),
+        ("window_cycles", 0.0, "fairio: window_cycles must be an integer in \\[1, 1000000\\], got 0$"),
+        ("mode", 2.0, "fairio: mode must be 0 or 1, got 2$"),
+        ("class_threshold", -1.0, "fairio: class_threshold must be >= 0, got -1$"),
+        ("storage_load", 0.5, "fairio: storage_load must be an integer in \\[0, 1000000000\\], got 0.5$"),
+        ("compensate_idle", 0.5, "fairio: compensate_idle must be 0 or 1, got 0.5$"),
+    ],
+)
+def test_bad_parameters_are_refused_by_name(name, value, message):
+    with pytest.raises(ReplayError, match=message) as info:
+        replay_requests(backlogged(0.1), "fairio", device=DEVICE, **{name: value})
+    assert info.value.index == -1

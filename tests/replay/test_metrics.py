@@ -2,9 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from iosets.replay import replay_phases
+from iosets.replay._metrics import workload_metrics
 
 GB = 1e9
 
@@ -56,3 +58,71 @@ def test_io_slowdown_is_a_geometric_mean(workload_of):
     ratio1 = (60 - 1) / (2 * 1)
     assert m.io_slowdown == pytest.approx(math.sqrt(ratio0 * ratio1))
     assert m.utilization == pytest.approx(3 / (2 * 60))
+
+
+def numpy_metrics(workload, cpu_start, cpu_end, io_start, io_end, remaining):
+    """The window metrics as numpy formulas (what iosets computed in Python before the C engine did)."""
+    job, n_jobs, io_bytes, bandwidth = workload.phase_job, workload.n_jobs, workload.io_bytes, workload.bandwidth
+    tb, te = workload.window
+    width = te - tb
+
+    def moved_before(date, left):
+        performing = (io_start < date) & (io_end > date)
+        return np.where(performing, io_bytes - np.nan_to_num(left), np.where(io_end <= date, io_bytes, 0.0))
+
+    e_cpu = np.bincount(
+        job, weights=np.clip(np.minimum(cpu_end, te) - np.maximum(cpu_start, tb), 0, None), minlength=n_jobs
+    )
+    moved = moved_before(te, remaining[1]) - moved_before(tb, remaining[0])
+    e_io = np.bincount(job, weights=moved / bandwidth, minlength=n_jobs)
+    e_iter = np.bincount(job, weights=(io_end >= tb) & (io_end <= te), minlength=n_jobs)
+    t_io = np.bincount(job, weights=io_bytes, minlength=n_jobs) / np.maximum(np.bincount(job, minlength=n_jobs), 1)
+    t_io = t_io / bandwidth
+    counted = (e_iter > 0) & (t_io > 0)
+    with np.errstate(divide="ignore"):
+        logs = np.log((width - e_cpu[counted]) / (t_io[counted] * e_iter[counted]))
+    work = e_cpu + e_io
+    return (
+        float(e_cpu.sum() / (n_jobs * width)) if n_jobs else math.nan,
+        float(np.exp(np.mean(logs))) if counted.any() else math.nan,
+        float(np.max(width / work[work > 0])) if (work > 0).any() else math.nan,
+    )
+
+
+def random_timeline(seed, workload_of):
+    """A workload and an arbitrary timeline of it: phases in order per job, some cut by the window."""
+    rng = np.random.default_rng(seed)
+    n_jobs = int(rng.integers(1, 6))
+    jobs = [
+        (0, 0, 1, [[0, float(rng.uniform(0, 2)) * GB] for _ in range(int(rng.integers(1, 5)))]) for _ in range(n_jobs)
+    ]
+    wl = workload_of(jobs, window=(float(rng.uniform(0, 5)), float(rng.uniform(6, 15))))
+    durations = rng.uniform(0, 2, (4, wl.n_phases))
+    ends = np.cumsum(durations.T.ravel()).reshape(-1, 4).T  # cpu_start < cpu_end <= io_start < io_end
+    remaining = [np.where(rng.random(wl.n_phases) < 0.2, np.nan, rng.uniform(0, 1, wl.n_phases) * wl.io_bytes)] * 2
+    return wl, (*ends, tuple(remaining))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_c_metrics_match_the_numpy_formulas(seed, workload_of):
+    wl, timeline = random_timeline(seed, workload_of)
+    got = workload_metrics(wl, *timeline)
+    expected = numpy_metrics(wl, *timeline)
+    for name, e in zip(("utilization", "io_slowdown", "max_stretch"), expected, strict=True):
+        g = getattr(got, name)
+        assert (math.isnan(e) and math.isnan(g)) or g == pytest.approx(e, rel=1e-12, abs=1e-300), name
+
+
+def test_metrics_without_a_counted_job_are_nan(workload_of):
+    # the only I/O phase ends after the window: no e_iter, no IO-slowdown; the window holds compute only
+    m = metrics(workload_of([(0, 0, 1, [[5, GB]])], window=(1, 3)))
+    assert math.isnan(m.io_slowdown)
+    assert m.utilization == pytest.approx(1.0)
+    assert m.max_stretch == pytest.approx(1.0)
+    assert m.to_dict() == {"utilization": m.utilization, "io_slowdown": m.io_slowdown, "max_stretch": m.max_stretch}
+
+
+def test_a_job_computing_through_the_window_makes_io_slowdown_zero(workload_of):
+    # job 1 ends an I/O phase inside, then computes to the end of the window: (width - e_cpu) = 0
+    m = metrics(workload_of([(0, 0, 1, [[1, GB], [20, GB]]), (0, 1, 1, [[3, GB]])], window=(2, 10)))
+    assert m.io_slowdown == 0.0

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from iosets.errors import ReplayError
-from iosets.replay import replay_phases
+from iosets.replay import _engine, replay_phases
 
 GB = 1e9
 
@@ -110,3 +110,33 @@ def test_timeline_columns_and_phase_numbers(workload_of):
     assert timeline["job_id"].to_list() == ["j0", "j0", "j1"]
     assert timeline["phase"].to_list() == [0, 1, 0]
     assert np.all(timeline["io_start"].to_numpy() >= timeline["cpu_end"].to_numpy())
+
+
+def test_set_labels_may_be_any_integers(workload_of):
+    # labels far apart and negative: two sets share B 1:1, the third job waits for its set
+    big = 2**40
+    wl = workload_of([(0, -big, 1, [[0, GB]]), (0, big, 1, [[0, GB]]), (0, -big, 1, [[0, GB]])])
+    assert_io(wl, [[0, 2], [0, 2], [2, 3]])
+
+
+def test_timeline_is_built_once_on_first_access(workload_of):
+    # j1 asks at 1.5 (j0 has 0.5 GB left): shares 2:1 until j0 ends at 2.25, j1 alone ends at 3
+    wl = workload_of([(0, 0, 1, [[1, GB], [1, GB]]), (0, 1, 0.5, [[1.5, GB]])])
+    result = replay_phases(wl, "explicit")
+    assert "timeline" not in vars(result)
+    timeline = result.timeline
+    assert result.timeline is timeline
+    for column in ("cpu_start", "cpu_end", "io_start", "io_end"):
+        np.testing.assert_array_equal(timeline[column].to_numpy(), getattr(result, column))
+    np.testing.assert_allclose(result.io_end, [2.25, 4.25, 3.0], rtol=1e-15)
+    assert result.sets.tolist() == [0, 1] and result.priorities.tolist() == [1.0, 0.5]
+
+
+def test_engine_refuses_a_bad_window():
+    args = (np.zeros(1), np.zeros(1, np.int64), np.ones(1), np.array([0, 1]), np.ones(1), np.ones(1), 1.0)
+    with pytest.raises(ReplayError, match="window must be finite with T_begin < T_end"):
+        _engine.replay_phases(*args, (5.0, 5.0), *np.empty((4, 1)))
+    with pytest.raises(ValueError, match="phase_ptr must start at 0"):
+        _engine.replay_phases(*args[:3], np.array([1, 1]), *args[4:], (0.0, 1.0), *np.empty((4, 1)))
+    with pytest.raises(TypeError, match="sets: expected items of format 'q', got 'i'"):
+        _engine.replay_phases(args[0], np.zeros(1, np.int32), *args[2:], (0.0, 1.0), *np.empty((4, 1)))

@@ -266,10 +266,14 @@ def test_hot_spot_without_delta_is_locally_fair():
 
 def test_bad_parameters():
     trace = backlogged([3, 3])
-    with pytest.raises(InputError, match="unknown parameters"):
+    with pytest.raises(InputError, match="^rbfq: unknown parameters \\['sigma'\\]; expected one of cost_bytes, "):
         replay_requests(trace, "rbfq", sigma=2)
-    with pytest.raises(ReplayError, match="parameter"):
+    with pytest.raises(ReplayError, match="^rbfq: cost_bytes must be 0 or 1, got 2$"):
         replay_requests(trace, "rbfq", cost_bytes=2)
+    with pytest.raises(ReplayError, match="^rbfq: idle_credit must be >= 0, got -1$"):
+        replay_requests(trace, "rbfq", idle_credit=-1)
+    with pytest.raises(ReplayError, match="^rbfq: distributed must be 0 or 1, got nan$"):
+        replay_requests(trace, "rbfq", distributed=float("nan"))
     with pytest.raises(ReplayError, match="reservation"):
         replay_requests(trace, "rbfq", reservations=[-1, 0])
     with pytest.raises(ReplayError, match="limit"):

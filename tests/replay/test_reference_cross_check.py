@@ -7,9 +7,15 @@ window metrics as the reference, which uses a different numerical method
 tie-heavy family uses small integers and dyadic priorities so that compute and
 I/O completions often fall on the very same date; there the reference is itself
 checked against an exact replay in rational arithmetic.
+
+The engine computes in double-double: its timeline is the exact (rational) replay
+of the same inputs rounded to doubles, on both families and on Fig. 6 workloads,
+where the IO-SETS dynamics amplify a rounding error of a high-priority job by up to
+p_high / p_low in the low-priority jobs (a double engine drifted by 5e-7 s there).
 """
 
 import importlib.util
+import itertools
 import math
 from fractions import Fraction
 from pathlib import Path
@@ -18,7 +24,8 @@ import numpy as np
 import pytest
 
 from iosets import Workload
-from iosets.replay import replay_phases
+from iosets.datasets import figure_seed, make_figure_workload
+from iosets.replay import assign_policy, replay_phases
 
 
 def _load_reference():
@@ -127,7 +134,7 @@ def check_seed(seed, make_case=random_case):
 
     expected = ref.window_metrics(timeline, bandwidth, window)
     got = (result.metrics.utilization, result.metrics.io_slowdown, result.metrics.max_stretch)
-    for name, e, g in zip(("utilization", "io_slowdown", "max_stretch"), expected, got):
+    for name, e, g in zip(("utilization", "io_slowdown", "max_stretch"), expected, got, strict=True):
         same = (math.isnan(e) and math.isnan(g)) or math.isclose(g, e, rel_tol=RTOL, abs_tol=1e-12)
         assert same, f"seed {seed}: {name} expected {e!r}, got {g!r}"
 
@@ -202,6 +209,85 @@ def test_c_engine_tie_split():
     io_start = result.timeline["io_start"].to_numpy()
     assert io_start[2] == pytest.approx(148 / 15)  # j1's second I/O phase
     assert io_start[4] == pytest.approx(12.0)  # j2's second I/O phase
+
+
+def check_exact_seed(seed, make_case):
+    """The C timeline equals the exact replay rounded to doubles; the metrics agree to 1e-12."""
+    release, sets, priority, phases, bandwidth = make_case(seed)
+    timeline = exact_timeline(release, sets, priority, phases, bandwidth)
+    window = random_window(np.random.default_rng([seed, 1]), release, timeline)
+    result = replay_phases(as_workload(release, sets, priority, phases, bandwidth, window), "explicit")
+
+    flat = [ph for job in timeline for ph in job]
+    for column in COLUMNS:
+        expected = np.array([float(getattr(ph, column)) for ph in flat])
+        np.testing.assert_array_equal(getattr(result, column), expected, err_msg=f"seed {seed}: {column}")
+
+    expected = ref.window_metrics(timeline, Fraction(bandwidth), (Fraction(window[0]), Fraction(window[1])))
+    got = (result.metrics.utilization, result.metrics.io_slowdown, result.metrics.max_stretch)
+    for name, e, g in zip(("utilization", "io_slowdown", "max_stretch"), expected, got, strict=True):
+        same = (math.isnan(e) and math.isnan(g)) or math.isclose(g, e, rel_tol=1e-12, abs_tol=1e-15)
+        assert same, f"seed {seed}: {name} expected {float(e)!r}, got {g!r}"
+
+
+@pytest.mark.parametrize("make_case", [random_case, grid_case])
+def test_c_engine_is_the_exact_replay_rounded(make_case):
+    for seed in range(300):
+        check_exact_seed(seed, make_case)
+
+
+def fig6_prefix(horizon, policy, seed=0):
+    """A Fig. 6 workload (n_H = 20) under ``policy``, cut to the phases that would end before ``horizon`` alone."""
+    full = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, seed))
+    sets, priorities = assign_policy(full, policy)
+    alone = full.t_cpu + full.io_bytes / full.bandwidth
+    end = np.concatenate(
+        [full.release[j] + np.cumsum(alone[a:b]) for j, (a, b) in enumerate(itertools.pairwise(full.offsets))]
+    )
+    keep = end <= horizon
+    return Workload.from_arrays(
+        full.ids,
+        full.release,
+        full.phase_job[keep],
+        full.t_cpu[keep],
+        full.io_bytes[keep],
+        set=sets,
+        priority=priorities,
+        bandwidth=full.bandwidth,
+        horizon=horizon,
+        window=(0.3 * horizon, 0.7 * horizon),
+    )
+
+
+def exact_io_end(workload):
+    """io_end of every phase in the exact replay of ``workload`` (sets and priorities given)."""
+    offsets = workload.offsets
+    phases = [
+        list(zip(workload.t_cpu[a:b].tolist(), workload.io_bytes[a:b].tolist(), strict=True))
+        for a, b in itertools.pairwise(offsets)
+    ]
+    sets = workload.optional["set"].astype(np.int64).tolist()
+    timeline = exact_timeline(
+        workload.release.tolist(), sets, workload.optional["priority"].tolist(), phases, workload.bandwidth
+    )
+    return np.array([float(ph.io_end) for job in timeline for ph in job])
+
+
+# set-10 over 2000 s admits more than 4096 phases: the engine recomputes sum(p) from scratch once
+@pytest.mark.parametrize("policy, horizon", [("set-10", 2000.0), ("fair-share", 1500.0)])
+def test_fig6_prefix_matches_exact_replay(policy, horizon):
+    workload = fig6_prefix(horizon, policy)
+    io_end = replay_phases(workload, "explicit").io_end
+    assert np.max(np.abs(io_end - exact_io_end(workload))) <= 1e-9
+
+
+@pytest.mark.slow
+def test_set10_fig6_matches_exact_replay_to_a_nanosecond():
+    # 17848 phases over 8000 s: a double engine (virtual clock rebased at idle instants) was off by 5.6e-7 s
+    workload = fig6_prefix(8000.0, "set-10")
+    assert workload.n_phases > 17000
+    io_end = replay_phases(workload, "explicit").io_end
+    assert np.max(np.abs(io_end - exact_io_end(workload))) <= 1e-9
 
 
 def test_reference_closed_form():

@@ -5,7 +5,16 @@ import polars as pl
 import pytest
 
 from iosets.errors import InputError, ReplayError
-from iosets.replay import Device, jain_index, replay_requests, sliding_shares
+from iosets.replay import (
+    SCHEDULER_PARAMS,
+    SCHEDULERS,
+    Device,
+    RequestTrace,
+    _engine,
+    jain_index,
+    replay_requests,
+    sliding_shares,
+)
 
 MB = 1_000_000
 
@@ -95,7 +104,12 @@ def test_results_map_back_to_source_rows():
     "kwargs, error, message",
     [
         ({"scheduler": "lottery"}, InputError, "unknown scheduler 'lottery'; expected one of fcfs"),
-        ({"scheduler": "wfq", "quantum": 3}, InputError, "scheduler 'wfq': unknown parameters \\['quantum'\\]"),
+        ({"scheduler": "wfq", "quantum": 3}, InputError, "^wfq: unknown parameters \\['quantum'\\]; it takes none$"),
+        (
+            {"scheduler": "rbfq", "sigma": 2, "cost": 1},
+            InputError,
+            "^rbfq: unknown parameters \\['cost', 'sigma'\\]; expected one of cost_bytes, idle_credit, distributed$",
+        ),
         ({"scheduler": "wfq", "weights": {"zz": 1}}, InputError, "weights: unknown classes \\['zz'\\]"),
         ({"scheduler": "wfq", "weights": {"a": 0, "b": 1}}, ReplayError, "weight must be finite and > 0 \\(class 0\\)"),
         ({"scheduler": "fcfs", "class_by": "colour"}, InputError, "missing columns \\['colour'\\]"),
@@ -111,7 +125,7 @@ def test_bad_arguments_are_named(kwargs, error, message):
     "column, value, message",
     [
         ("op", "rd", "ops row 1: op: expected 'read'\\|'write', got 'rd'"),
-        ("size", 0, "ops row 1: size: expected bytes > 0, got 0"),
+        ("size", -1, "ops row 1: size: expected bytes >= 0, got -1"),
     ],
 )
 def test_bad_ops_rows_are_named(column, value, message):
@@ -121,6 +135,22 @@ def test_bad_ops_rows_are_named(column, value, message):
     )
     with pytest.raises(InputError, match=message):
         replay_requests(ops, "fcfs")
+
+
+def test_a_zero_byte_request_costs_the_overhead_alone():
+    # the ops schema allows size 0 (a flush): it occupies the device for the per-request overhead only
+    ops = ops_of([("a", 0, MB, 0), ("a", MB, 0, 0)])
+    r = replay_requests(ops, "fcfs", device=Device(queue_depth=1, bandwidth=1e9, overhead=1e-3, seek=0.0))
+    complete = r.requests().sort("row")["complete"].to_list()
+    assert complete == pytest.approx([1e-3 + MB / 1e9, 2e-3 + MB / 1e9], rel=1e-12)
+
+
+def test_streams_are_files_where_known_else_ranks():
+    ops = ops_of([("a", 0, MB, 0), ("a", MB, MB, 0), ("a", 2 * MB, MB, 0)]).with_columns(pl.Series("rank", [0, 1, 1]))
+    assert replay_requests(ops.drop("file"), "fcfs").trace.n_streams == 2  # no file column: ranks 0 and 1
+    assert replay_requests(ops, "fcfs").trace.n_streams == 1  # one file
+    half = ops.with_columns(pl.Series("file", ["f", None, None]))
+    assert replay_requests(half, "fcfs").trace.n_streams == 2  # file f, then rank 1 where the file is unknown
 
 
 def test_bad_device_is_rejected():
@@ -140,3 +170,50 @@ def test_reservation_met_is_reported_per_class():
     assert classes["reservation_met"].to_list() == [True, False]
     r = replay_requests(ops, "time-order", device=Device(iops=100), reservations={"a": 50.0})
     assert r.metrics.classes["reservation_met"].to_list() == [True, None]
+
+
+def test_scheduler_parameters_come_from_the_engine():
+    declared = _engine.scheduler_params()
+    assert tuple(declared) == SCHEDULERS == ("fcfs", "time-order", "wfq", "iosets-wfq", "rbfq", "fairio", "aioli")
+    for name, entries in declared.items():
+        assert SCHEDULER_PARAMS[name] == {param: default for param, default, _, _ in entries}
+        assert all(doc.strip() for *_, doc in entries), name
+    assert [entry[:3] for entry in declared["fairio"]] == [
+        ("cycle_length", 1.0, "> 0"),
+        ("window_cycles", 20.0, "an integer in [1, 1000000]"),
+        ("mode", 0.0, "0 or 1"),
+        ("class_threshold", 1.0, ">= 0"),
+        ("storage_load", 0.0, "an integer in [0, 1000000000]"),
+        ("compensate_idle", 0.0, "0 or 1"),
+    ]
+    assert [entry[:3] for entry in declared["rbfq"]] == [
+        ("cost_bytes", 0.0, "0 or 1"),
+        ("idle_credit", 0.0, ">= 0"),
+        ("distributed", 1.0, "0 or 1"),
+    ]
+
+
+def test_engine_refuses_a_parameter_vector_of_the_wrong_length():
+    trace = RequestTrace.from_ops(ops_of([("a", 0, MB, 0)]))
+    n = trace.n
+    with pytest.raises(ValueError, match="^aioli: expected 3 parameters, got 2$"):
+        _engine.replay_requests(
+            "aioli",
+            *(trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase, trace.op),
+            *(1, trace.n_streams, trace.n_servers, trace.n_phases, Device().as_tuple()),
+            *(np.ones(1), np.zeros(1), np.zeros(1), np.array([65536.0, 1e6])),
+            *(np.empty(n), np.empty(n), np.empty(n, np.int64)),
+        )
+
+
+def test_class_table_is_built_on_first_access_and_agrees_with_the_scalars():
+    ops = ops_of([("a", i * MB, MB, 0) for i in range(6)] + [("b", i * MB, MB, 0.001 * i) for i in range(3)])
+    r = replay_requests(ops, "wfq", weights={"a": 2.0, "b": 1.0}, device=Device(iops=100))
+    assert "classes" not in vars(r.metrics)
+    classes = r.metrics.classes
+    assert r.metrics.classes is classes
+    assert classes["requests"].to_list() == [6, 3]
+    throughput = classes["throughput"].to_numpy()
+    assert r.metrics.jain_index == pytest.approx(jain_index(throughput / [2.0, 1.0]), rel=1e-12)
+    assert r.metrics.aggregate_throughput == pytest.approx(9 * MB / r.complete.max(), rel=1e-12)
+    assert r.metrics.mean_aggregation_size == 1.0 and r.metrics.n_units == 9

@@ -9,6 +9,7 @@ from iosets.datasets import make_figure_workload
 from iosets.errors import InputError
 from iosets.recommender import assign_sets
 from iosets.replay import replay_phases, tune
+from iosets.schemas import TUNE_RANKING
 
 
 @pytest.mark.parametrize("mu", [20.0, 200.0, 2000.0])
@@ -23,6 +24,7 @@ def test_fig10_tuning_is_at_least_as_good_as_set10(mu):
     assert by_name["set-10"]["utilization"] > by_name["fair-share"]["utilization"]  # the paper's Fig. 10
     assert by_name["fair-share"]["n_sets"] == workload.n_jobs
     assert ranking["rank"].to_list() == list(range(1, 10))
+    assert ranking.schema == pl.Schema(TUNE_RANKING.polars) and TUNE_RANKING.validate(ranking).equals(ranking)
     assert (np.diff(ranking["utilization"].round(4).to_numpy()) <= 1e-4).all()
 
 

@@ -20,7 +20,9 @@ PLAIN = Device(overhead=0.0, seek=0.0)
 )
 def test_four_backlogged_sets_share_by_weight(weights, expected):
     ops = make_backlogged_requests(10_000, 4, random_state=0)
-    result = replay_requests(ops, "wfq", weights=dict(zip(["c0", "c1", "c2", "c3"], weights)), device=PLAIN)
+    result = replay_requests(
+        ops, "wfq", weights=dict(zip(["c0", "c1", "c2", "c3"], weights, strict=True)), device=PLAIN
+    )
     np.testing.assert_allclose(backlogged_shares(result), expected, atol=0.005)
 
 

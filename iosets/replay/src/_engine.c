@@ -53,24 +53,20 @@ static const char *phase_error_text(int rc)
 {
     switch (rc) {
     case PE_BAD_RELEASE: return "release must be finite and >= 0 (job %lld)";
-    case PE_BAD_SET: return "set index out of range (job %lld)";
     case PE_BAD_PRIORITY: return "priority must be finite and > 0 (job %lld)";
     case PE_BAD_PHASES: return "phase offsets must not decrease (job %lld)";
     case PE_BAD_CPU: return "t_cpu must be finite and >= 0 (phase %lld)";
     case PE_BAD_BYTES: return "io_bytes must be finite and >= 0 (phase %lld)";
     case PE_BAD_BANDWIDTH: return "bandwidth must be finite and > 0";
+    case PE_BAD_WINDOW: return "window must be finite with T_begin < T_end";
     default: return "replay failed (code %lld)";
     }
 }
 
-/* Raises ReplayError(message, index); `format` takes the index as %lld. */
-static PyObject *raise_error(const char *format, int64_t bad)
+/* Raises ReplayError(message, index). */
+static PyObject *raise_message(PyObject *message, int64_t index)
 {
-    PyObject *msg = PyUnicode_FromFormat(format, (long long)bad);
-    if (msg == NULL)
-        return NULL;
-    PyObject *exc = PyObject_CallFunction(ReplayError, "OL", msg, (long long)bad);
-    Py_DECREF(msg);
+    PyObject *exc = PyObject_CallFunction(ReplayError, "OL", message, (long long)index);
     if (exc != NULL) {
         PyErr_SetObject(ReplayError, exc);
         Py_DECREF(exc);
@@ -78,64 +74,109 @@ static PyObject *raise_error(const char *format, int64_t bad)
     return NULL;
 }
 
+/* Raises ReplayError(message, index); `format` takes the index as %lld. */
+static PyObject *raise_error(const char *format, int64_t index)
+{
+    PyObject *message = PyUnicode_FromFormat(format, (long long)index);
+    if (message == NULL)
+        return NULL;
+    raise_message(message, index);
+    Py_DECREF(message);
+    return NULL;
+}
+
+/* A parameter error names the scheduler and the parameter; its index is -1. */
+static PyObject *raise_parameter_error(const char *text)
+{
+    PyObject *message = PyUnicode_FromString(text);
+    if (message == NULL)
+        return NULL;
+    raise_message(message, -1);
+    Py_DECREF(message);
+    return NULL;
+}
+
+static PyObject *metrics_tuple(pe_metrics m)
+{
+    return Py_BuildValue("(ddd)", m.utilization, m.io_slowdown, m.max_stretch);
+}
+
+/* Gets the four timeline arrays of n_phases float64 items, writable or not, into b[0..3]. */
+static int get_timeline(PyObject *const *objs, buffer *b, Py_ssize_t n_phases, int writable)
+{
+    static const char *names[] = {"cpu_start", "cpu_end", "io_start", "io_end"};
+    for (int i = 0; i < 4; i++)
+        if (get_buffer(objs[i], &b[i], names[i], "d", 8, n_phases, writable) < 0)
+            return -1;
+    return 0;
+}
+
+/* Gets phase_ptr (int64, n_jobs + 1 offsets from 0) into b; returns n_phases or -1. */
+static Py_ssize_t get_phase_ptr(PyObject *obj, buffer *b, Py_ssize_t n_jobs)
+{
+    if (get_buffer(obj, b, "phase_ptr", "q", 8, n_jobs < 0 ? -1 : n_jobs + 1, 0) < 0)
+        return -1;
+    const int64_t *ptr = b->view.buf;
+    Py_ssize_t n = b->view.len / 8;
+    if (n < 1 || ptr[0] != 0 || ptr[n - 1] < 0) {
+        PyErr_SetString(PyExc_ValueError, "phase_ptr must start at 0 and hold n_jobs + 1 offsets");
+        return -1;
+    }
+    return (Py_ssize_t)ptr[n - 1];
+}
+
 PyDoc_STRVAR(replay_phases_doc,
-"replay_phases(release, set, priority, phase_ptr, t_cpu, io_bytes, n_sets, bandwidth,\n"
-"              probes, cpu_start, cpu_end, io_start, io_end, remaining_0, remaining_1)\n"
+"replay_phases(release, sets, priority, phase_ptr, t_cpu, io_bytes, bandwidth, window,\n"
+"              cpu_start, cpu_end, io_start, io_end, /)\n"
 "--\n\n"
-"Replay a phase-level workload in the IO-SETS engine.\n\n"
+"Replay a phase-level workload in the IO-SETS engine and measure it over a window.\n\n"
 "Parameters\n----------\n"
 "release, priority : float64 arrays of n_jobs\n"
-"set : int32 array of n_jobs, dense set indices in [0, n_sets)\n"
-"phase_ptr : int64 array of n_jobs + 1 phase offsets\n"
+"sets : int64 array of n_jobs set labels (any integers)\n"
+"phase_ptr : int64 array of n_jobs + 1 phase offsets, from 0 to n_phases\n"
 "t_cpu, io_bytes : float64 arrays of n_phases\n"
-"probes : tuple of two dates (the metric window)\n"
-"cpu_start, cpu_end, io_start, io_end, remaining_0, remaining_1 : float64 output arrays of n_phases\n\n"
-"Returns\n-------\nint\n    Number of events processed.\n");
+"bandwidth : float\n"
+"window : tuple (T_begin, T_end)\n"
+"cpu_start, cpu_end, io_start, io_end : float64 output arrays of n_phases\n\n"
+"Returns\n-------\ntuple\n"
+"    (n_events, utilization, io_slowdown, max_stretch): compute and I/O completions\n"
+"    processed, and the window metrics (NaN where undefined).\n");
 
 static PyObject *py_replay_phases(PyObject *self, PyObject *args)
 {
-    PyObject *objs[14];
-    int n_sets;
-    double bandwidth, probe0, probe1;
-    if (!PyArg_ParseTuple(args, "OOOOOOid(dd)OOOOOO", &objs[0], &objs[1], &objs[2], &objs[3],
-                          &objs[4], &objs[5], &n_sets, &bandwidth, &probe0, &probe1, &objs[6],
-                          &objs[7], &objs[8], &objs[9], &objs[10], &objs[11]))
+    PyObject *objs[10];
+    pe_input in = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOd(dd)OOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &in.bandwidth, &in.window[0], &in.window[1], &objs[6], &objs[7], &objs[8], &objs[9]))
         return NULL;
-    enum { N_BUF = 12 };
+    enum { N_BUF = 10 };
     buffer b[N_BUF];
     memset(b, 0, sizeof(b));
     if (get_buffer(objs[0], &b[0], "release", "d", 8, -1, 0) < 0)
         goto fail;
     Py_ssize_t n_jobs = b[0].view.len / 8;
-    if (get_buffer(objs[1], &b[1], "set", "i", 4, n_jobs, 0) < 0 ||
-        get_buffer(objs[2], &b[2], "priority", "d", 8, n_jobs, 0) < 0 ||
-        get_buffer(objs[3], &b[3], "phase_ptr", "q", 8, n_jobs + 1, 0) < 0 ||
-        get_buffer(objs[4], &b[4], "t_cpu", "d", 8, -1, 0) < 0)
-        goto fail;
-    Py_ssize_t n_phases = b[4].view.len / 8;
-    const int64_t *ptr = b[3].view.buf;
-    if (ptr[0] != 0 || ptr[n_jobs] != n_phases) {
-        PyErr_Format(PyExc_ValueError, "phase_ptr must run from 0 to %zd", n_phases);
+    if (n_jobs > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "too many jobs");
         goto fail;
     }
-    static const char *out_names[] = {"cpu_start", "cpu_end", "io_start", "io_end",
-                                      "remaining_0", "remaining_1"};
-    if (get_buffer(objs[5], &b[5], "io_bytes", "d", 8, n_phases, 0) < 0)
+    Py_ssize_t n_phases;
+    if (get_buffer(objs[1], &b[1], "sets", "q", 8, n_jobs, 0) < 0 ||
+        get_buffer(objs[2], &b[2], "priority", "d", 8, n_jobs, 0) < 0 ||
+        (n_phases = get_phase_ptr(objs[3], &b[3], n_jobs)) < 0 ||
+        get_buffer(objs[4], &b[4], "t_cpu", "d", 8, n_phases, 0) < 0 ||
+        get_buffer(objs[5], &b[5], "io_bytes", "d", 8, n_phases, 0) < 0 ||
+        get_timeline(&objs[6], &b[6], n_phases, 1) < 0)
         goto fail;
-    for (int i = 0; i < 6; i++)
-        if (get_buffer(objs[6 + i], &b[6 + i], out_names[i], "d", 8, n_phases, 1) < 0)
-            goto fail;
-
-    pe_input in = {
-        .n_jobs = (int32_t)n_jobs, .n_sets = n_sets,
-        .release = b[0].view.buf, .set = b[1].view.buf, .priority = b[2].view.buf,
-        .phase_ptr = ptr, .t_cpu = b[4].view.buf, .io_bytes = b[5].view.buf,
-        .bandwidth = bandwidth, .probe = {probe0, probe1},
-    };
+    in.n_jobs = (int32_t)n_jobs;
+    in.release = b[0].view.buf;
+    in.set = b[1].view.buf;
+    in.priority = b[2].view.buf;
+    in.phase_ptr = b[3].view.buf;
+    in.t_cpu = b[4].view.buf;
+    in.io_bytes = b[5].view.buf;
     pe_output out = {
         .cpu_start = b[6].view.buf, .cpu_end = b[7].view.buf,
         .io_start = b[8].view.buf, .io_end = b[9].view.buf,
-        .remaining = {b[10].view.buf, b[11].view.buf},
     };
     int64_t bad = -1;
     int rc;
@@ -147,7 +188,61 @@ static PyObject *py_replay_phases(PyObject *self, PyObject *args)
         return PyErr_NoMemory();
     if (rc != PE_OK)
         return raise_error(phase_error_text(rc), bad);
-    return PyLong_FromLongLong(out.n_events);
+    return Py_BuildValue("(Lddd)", (long long)out.n_events, out.metrics.utilization, out.metrics.io_slowdown,
+                         out.metrics.max_stretch);
+fail:
+    release_all(b, N_BUF);
+    return NULL;
+}
+
+PyDoc_STRVAR(phase_metrics_doc,
+"phase_metrics(phase_ptr, io_bytes, cpu_start, cpu_end, io_start, io_end, remaining_begin,\n"
+"              remaining_end, bandwidth, window, /)\n"
+"--\n\n"
+"Utilization, IO-slowdown and Max Stretch of a phase timeline over a window.\n\n"
+"Parameters\n----------\n"
+"phase_ptr : int64 array of n_jobs + 1 phase offsets, from 0 to n_phases\n"
+"io_bytes, cpu_start, cpu_end, io_start, io_end : float64 arrays of n_phases\n"
+"remaining_begin, remaining_end : float64 arrays of n_phases\n"
+"    Bytes left at T_begin and T_end of each phase performing then (NaN counts as 0).\n"
+"bandwidth : float\n"
+"window : tuple (T_begin, T_end)\n\n"
+"Returns\n-------\ntuple\n    (utilization, io_slowdown, max_stretch), NaN where undefined.\n");
+
+static PyObject *py_phase_metrics(PyObject *self, PyObject *args)
+{
+    PyObject *objs[8];
+    pe_timeline t = {0};
+    if (!PyArg_ParseTuple(args, "OOOOOOOOd(dd)", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
+                          &objs[6], &objs[7], &t.bandwidth, &t.window[0], &t.window[1]))
+        return NULL;
+    enum { N_BUF = 8 };
+    buffer b[N_BUF];
+    memset(b, 0, sizeof(b));
+    Py_ssize_t n_phases = get_phase_ptr(objs[0], &b[0], -1);
+    if (n_phases < 0 || get_buffer(objs[1], &b[1], "io_bytes", "d", 8, n_phases, 0) < 0 ||
+        get_timeline(&objs[2], &b[2], n_phases, 0) < 0 ||
+        get_buffer(objs[6], &b[6], "remaining_begin", "d", 8, n_phases, 0) < 0 ||
+        get_buffer(objs[7], &b[7], "remaining_end", "d", 8, n_phases, 0) < 0)
+        goto fail;
+    const int64_t *ptr = b[0].view.buf;
+    t.n_jobs = (int32_t)(b[0].view.len / 8 - 1);
+    for (int32_t j = 0; j < t.n_jobs; j++)
+        if (ptr[j + 1] < ptr[j]) {
+            PyErr_Format(PyExc_ValueError, "phase offsets must not decrease (job %d)", (int)j);
+            goto fail;
+        }
+    t.phase_ptr = ptr;
+    t.io_bytes = b[1].view.buf;
+    t.cpu_start = b[2].view.buf;
+    t.cpu_end = b[3].view.buf;
+    t.io_start = b[4].view.buf;
+    t.io_end = b[5].view.buf;
+    t.remaining[0] = b[6].view.buf;
+    t.remaining[1] = b[7].view.buf;
+    pe_metrics m = pe_window_metrics(&t);
+    release_all(b, N_BUF);
+    return metrics_tuple(m);
 fail:
     release_all(b, N_BUF);
     return NULL;
@@ -157,13 +252,12 @@ static const char *request_error_text(int rc)
 {
     switch (rc) {
     case RE_BAD_ARRIVAL: return "arrival dates must be finite and sorted (request %lld)";
-    case RE_BAD_SIZE: return "size must be finite and > 0 (request %lld)";
+    case RE_BAD_SIZE: return "size must be finite and >= 0 (request %lld)";
     case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
     case RE_BAD_DEVICE: return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0";
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
     case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
-    case RE_BAD_PARAM: return "bad scheduler parameter (position %lld)";
     default: return "replay failed (code %lld)";
     }
 }
@@ -171,7 +265,7 @@ static const char *request_error_text(int rc)
 PyDoc_STRVAR(replay_requests_doc,
 "replay_requests(scheduler, arrival, size, offset, cls, stream, server, phase, op,\n"
 "                n_classes, n_streams, n_servers, n_phases, device, weight, reservation, limit,\n"
-"                params, dispatch, complete, unit)\n"
+"                params, dispatch, complete, unit, /)\n"
 "--\n\n"
 "Replay a request trace through one scheduler into the device model.\n\n"
 "Parameters\n----------\n"
@@ -180,7 +274,7 @@ PyDoc_STRVAR(replay_requests_doc,
 "offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
 "device : tuple (queue_depth, bandwidth, overhead, seek, iops)\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
-"params : float64 array of the scheduler's scalar parameters\n"
+"params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "dispatch, complete : float64 output arrays; unit : int64 output array\n\n"
 "Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
 
@@ -223,6 +317,11 @@ static PyObject *py_replay_requests(PyObject *self, PyObject *args)
         get_buffer(objs[13], &b[13], "complete", "d", 8, n, 1) < 0 ||
         get_buffer(objs[14], &b[14], "unit", "q", 8, n, 1) < 0)
         goto fail;
+    if (b[11].view.len / 8 != ops->n_params) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %d parameters, got %zd", ops->name, (int)ops->n_params,
+                     b[11].view.len / 8);
+        goto fail;
+    }
     re_requests rq = {
         .n = n, .arrival = b[0].view.buf, .size = b[1].view.buf, .offset = b[2].view.buf,
         .cls = b[3].view.buf, .stream = b[4].view.buf, .server = b[5].view.buf,
@@ -231,7 +330,7 @@ static PyObject *py_replay_requests(PyObject *self, PyObject *args)
     };
     re_context ctx = {
         .rq = &rq, .device = &dev, .weight = b[8].view.buf, .reservation = b[9].view.buf,
-        .limit = b[10].view.buf, .param = b[11].view.buf, .n_param = (int32_t)(b[11].view.len / 8),
+        .limit = b[10].view.buf, .param = b[11].view.buf,
     };
     re_output out = {.dispatch = b[12].view.buf, .complete = b[13].view.buf, .unit = b[14].view.buf};
     int64_t bad = -1;
@@ -239,9 +338,14 @@ static PyObject *py_replay_requests(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = re_run(ops, &ctx, &out, &bad);
     Py_END_ALLOW_THREADS
+    char param_error[256];
+    if (rc == RE_BAD_PARAM)
+        re_param_error(ops, (int32_t)bad, ctx.param[bad], param_error, sizeof(param_error));
     release_all(b, N_BUF);
     if (rc == RE_NOMEM)
         return PyErr_NoMemory();
+    if (rc == RE_BAD_PARAM)
+        return raise_parameter_error(param_error);
     if (rc != RE_OK)
         return raise_error(request_error_text(rc), bad);
     return PyLong_FromLongLong(out.n_units);
@@ -250,9 +354,50 @@ fail:
     return NULL;
 }
 
+/* One scheduler's [(name, default, allowed, doc), ...]. */
+static PyObject *parameter_list(const re_sched_ops *ops)
+{
+    PyObject *list = PyList_New(ops->n_params);
+    for (int32_t k = 0; list != NULL && k < ops->n_params; k++) {
+        const re_param *p = &ops->params[k];
+        char rule[96];
+        re_param_rule(p, rule, sizeof(rule));
+        PyObject *item = Py_BuildValue("(sdss)", p->name, p->default_value, rule, p->doc);
+        if (item == NULL)
+            Py_CLEAR(list);
+        else
+            PyList_SET_ITEM(list, k, item);
+    }
+    return list;
+}
+
+PyDoc_STRVAR(scheduler_params_doc,
+"scheduler_params()\n"
+"--\n\n"
+"The registered request schedulers and their parameters, in registry order.\n\n"
+"Returns\n-------\ndict\n"
+"    {scheduler: [(name, default, allowed, doc), ...]}: each parameter's name, default\n"
+"    value, allowed values (e.g. '> 0', '0 or 1') and one-line description, in the order\n"
+"    replay_requests takes them.\n");
+
+static PyObject *py_scheduler_params(PyObject *self, PyObject *unused)
+{
+    PyObject *result = PyDict_New();
+    for (int32_t i = 0; result != NULL && i < re_n_schedulers(); i++) {
+        const re_sched_ops *ops = re_scheduler_at(i);
+        PyObject *list = parameter_list(ops);
+        if (list == NULL || PyDict_SetItemString(result, ops->name, list) < 0)
+            Py_CLEAR(result);
+        Py_XDECREF(list);
+    }
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"replay_phases", py_replay_phases, METH_VARARGS, replay_phases_doc},
+    {"phase_metrics", py_phase_metrics, METH_VARARGS, phase_metrics_doc},
     {"replay_requests", py_replay_requests, METH_VARARGS, replay_requests_doc},
+    {"scheduler_params", py_scheduler_params, METH_NOARGS, scheduler_params_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -48,7 +48,7 @@ static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
         if (!isfinite(rq->arrival[i]) || rq->arrival[i] < previous)
             return RE_BAD_ARRIVAL;
         previous = rq->arrival[i];
-        if (!(rq->size[i] > 0) || !isfinite(rq->size[i]))
+        if (!(rq->size[i] >= 0) || !isfinite(rq->size[i]))
             return RE_BAD_SIZE;
         if (rq->cls[i] < 0 || rq->cls[i] >= rq->n_classes || rq->stream[i] < 0 ||
             rq->stream[i] >= rq->n_streams || rq->server[i] < 0 || rq->server[i] >= rq->n_servers ||
@@ -228,6 +228,9 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
     int rc = validate(rq, ctx->device, bad_index);
     if (rc != RE_OK)
         return rc;
+    *bad_index = re_check_params(ops, ctx->param);
+    if (*bad_index >= 0)
+        return RE_BAD_PARAM;
     re_sched *s = ops->create(ctx, &rc, bad_index);
     if (s == NULL)
         return rc;

@@ -11,6 +11,7 @@
 #ifndef IOSETS_REQUEST_ENGINE_H
 #define IOSETS_REQUEST_ENGINE_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,8 +25,7 @@ enum {
     RE_BAD_WEIGHT = 6,    /* index = class */
     RE_BAD_RESERVATION = 7, /* index = class */
     RE_BAD_LIMIT = 8,     /* index = class */
-    RE_BAD_PARAM = 9,     /* index = position in the scheduler's parameter vector */
-    RE_UNKNOWN_SCHEDULER = 10,
+    RE_BAD_PARAM = 9,     /* index = the parameter's entry in the scheduler's params */
 };
 
 typedef struct {
@@ -55,9 +55,27 @@ typedef struct {
     const double *weight;       /* [n_classes] */
     const double *reservation;  /* [n_classes] */
     const double *limit;        /* [n_classes], 0 = none */
-    const double *param;        /* scheduler scalars, in the order its Python table lists */
-    int32_t n_param;
+    const double *param;        /* [n_params] scheduler scalars, in the order of its params */
 } re_context;
+
+/* One scalar parameter of a scheduler, declared next to the scheduler (sched_*.c).
+ * A value must be finite, within [min, max] (above min when min_open) and, when
+ * integer, a whole number; every entry states its range with one of the macros below. */
+typedef struct {
+    const char *name;
+    double default_value;
+    const char *doc;
+    double min, max;
+    int min_open;
+    int integer;
+} re_param;
+
+/* The allowed ranges, as designated initializers following a re_param's name, default and doc. */
+#define RE_ABOVE(lo) .min = (lo), .max = INFINITY, .min_open = 1
+#define RE_AT_LEAST(lo) .min = (lo), .max = INFINITY
+#define RE_INTEGER(lo, hi) .min = (lo), .max = (hi), .integer = 1
+#define RE_FLAG RE_INTEGER(0, 1)
+#define RE_ANY .min = -INFINITY, .max = INFINITY
 
 typedef struct re_sched re_sched;
 
@@ -65,6 +83,8 @@ typedef struct re_sched re_sched;
  * has room, complete when a unit is done. */
 typedef struct {
     const char *name;
+    const re_param *params; /* the scalars it reads from re_context.param, in that order */
+    int32_t n_params;
     int unbounded_depth; /* 1: dispatch ignores queue_depth (NOOP) */
     int cross_server;    /* 1: a completion may let any server dispatch (set exclusivity) */
     /* Builds the state; returns NULL with *rc and *bad set on error. */
@@ -88,7 +108,19 @@ typedef struct {
     int64_t n_units;
 } re_output;
 
+/* The registry (sched_registry.c). */
+int32_t re_n_schedulers(void);
+const re_sched_ops *re_scheduler_at(int32_t i);
 const re_sched_ops *re_find_scheduler(const char *name);
+
+/* Index of the first of the scheduler's parameters whose value is not allowed, or -1. */
+int32_t re_check_params(const re_sched_ops *ops, const double *param);
+
+/* What a parameter allows, e.g. "> 0", "0 or 1", "an integer in [1, 1000000]". */
+void re_param_rule(const re_param *p, char *buf, size_t size);
+
+/* "rbfq: idle_credit must be >= 0, got -1". */
+void re_param_error(const re_sched_ops *ops, int32_t index, double value, char *buf, size_t size);
 
 /* An allocation count of at least one item (malloc(0) may return NULL). */
 static inline size_t at_least_one(int64_t n)

@@ -34,6 +34,15 @@
 #include "request_engine.h"
 
 enum { P_QUANTUM_STEP, P_MAX_AGGREGATION, P_MAX_WAIT, N_PARAM };
+
+/* AGIOS defaults: 64 KiB, 16 x 64 KiB, 900 us. */
+static const re_param PARAMS[] = {
+    [P_QUANTUM_STEP] = {"quantum_step", 65536.0, "bytes a file's quantum grows by at each scheduling step",
+                        RE_ABOVE(0)},
+    [P_MAX_AGGREGATION] = {"max_aggregation", 1048576.0, "largest aggregated unit, bytes", RE_ABOVE(0)},
+    [P_MAX_WAIT] = {"max_wait", 0.0009, "seconds a file may wait for a larger aggregation", RE_AT_LEAST(0)},
+};
+_Static_assert(sizeof(PARAMS) / sizeof(PARAMS[0]) == N_PARAM, "one entry per parameter");
 enum { NOWHERE = -1, QUANTUM = 0, ELIGIBLE = 1, WAITING = 2 };
 
 typedef struct {
@@ -226,20 +235,6 @@ static re_sched *aioli_create(const re_context *ctx, int *rc, int64_t *bad)
 {
     const re_requests *rq = ctx->rq;
     const double *p = ctx->param;
-    int bad_param = -1;
-    if (ctx->n_param < N_PARAM)
-        bad_param = ctx->n_param;
-    else if (!(p[P_QUANTUM_STEP] > 0) || !isfinite(p[P_QUANTUM_STEP]))
-        bad_param = P_QUANTUM_STEP;
-    else if (!(p[P_MAX_AGGREGATION] > 0) || !isfinite(p[P_MAX_AGGREGATION]))
-        bad_param = P_MAX_AGGREGATION;
-    else if (!(p[P_MAX_WAIT] >= 0) || !isfinite(p[P_MAX_WAIT]))
-        bad_param = P_MAX_WAIT;
-    if (bad_param >= 0) {
-        *rc = RE_BAD_PARAM;
-        *bad = bad_param;
-        return NULL;
-    }
     re_sched *s = calloc(1, sizeof(re_sched));
     if (s == NULL) {
         *rc = RE_NOMEM;
@@ -489,5 +484,6 @@ static void aioli_complete(re_sched *s, int32_t server, const int64_t *reqs, int
 }
 
 const re_sched_ops sched_aioli = {
-    "aioli", 0, 0, aioli_create, aioli_destroy, aioli_enqueue, aioli_pick, aioli_complete,
+    .name = "aioli", .params = PARAMS, .n_params = N_PARAM, .create = aioli_create, .destroy = aioli_destroy,
+    .enqueue = aioli_enqueue, .pick = aioli_pick, .complete = aioli_complete,
 };

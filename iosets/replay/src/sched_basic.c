@@ -57,9 +57,11 @@ static void fifo_complete(re_sched *s, int32_t server, const int64_t *reqs, int6
 }
 
 const re_sched_ops sched_fcfs = {
-    "fcfs", 1, 0, fifo_create, fifo_destroy, fifo_enqueue, fifo_pick, fifo_complete,
+    .name = "fcfs", .unbounded_depth = 1, .create = fifo_create, .destroy = fifo_destroy,
+    .enqueue = fifo_enqueue, .pick = fifo_pick, .complete = fifo_complete,
 };
 
 const re_sched_ops sched_time_order = {
-    "time-order", 0, 0, fifo_create, fifo_destroy, fifo_enqueue, fifo_pick, fifo_complete,
+    .name = "time-order", .create = fifo_create, .destroy = fifo_destroy,
+    .enqueue = fifo_enqueue, .pick = fifo_pick, .complete = fifo_complete,
 };

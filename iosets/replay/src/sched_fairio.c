@@ -35,8 +35,21 @@
 #include "request_engine.h"
 #include "sched_queue.h"
 
-/* Positions in the parameter vector (the Python table lists them in this order). */
 enum { P_CYCLE, P_WINDOW, P_MODE, P_CLASS_THRESHOLD, P_STORAGE_LOAD, P_COMPENSATE_IDLE, N_PARAM };
+
+static const re_param PARAMS[] = {
+    [P_CYCLE] = {"cycle_length", 1.0, "Cycle_length = Service_cycle, seconds", RE_ABOVE(0)},
+    [P_WINDOW] = {"window_cycles", 20.0, "r: the history window spans r cycles", RE_INTEGER(1, 1e6)},
+    [P_MODE] = {"mode", 0.0, "0 = window history (compensation and proportional modes), 1 = weight shares every cycle",
+                RE_FLAG},
+    [P_CLASS_THRESHOLD] = {"class_threshold", 1.0, "Class_threshold: credits (requests) below which a class is deferred",
+                           RE_AT_LEAST(0)},
+    [P_STORAGE_LOAD] = {"storage_load", 0.0, "StorageLoad_threshold, units at the device (0 = its queue_depth)",
+                        RE_INTEGER(0, 1e9)},
+    [P_COMPENSATE_IDLE] = {"compensate_idle", 0.0, "1 = idleness within the window counts as under-service (paper: 0)",
+                           RE_FLAG},
+};
+_Static_assert(sizeof(PARAMS) / sizeof(PARAMS[0]) == N_PARAM, "one entry per parameter");
 
 typedef struct {
     double start, end;     /* current cycle; start < 0 before the first */
@@ -105,27 +118,6 @@ static void fairio_destroy(re_sched *s)
     free(s);
 }
 
-/* Index of the first bad parameter, or -1. */
-static int check_params(const re_context *ctx)
-{
-    const double *p = ctx->param;
-    if (ctx->n_param < N_PARAM)
-        return ctx->n_param;
-    if (!(p[P_CYCLE] > 0) || !isfinite(p[P_CYCLE]))
-        return P_CYCLE;
-    if (!(p[P_WINDOW] >= 1 && p[P_WINDOW] <= 1e6) || p[P_WINDOW] != floor(p[P_WINDOW]))
-        return P_WINDOW;
-    if (p[P_MODE] != 0 && p[P_MODE] != 1)
-        return P_MODE;
-    if (!(p[P_CLASS_THRESHOLD] >= 0) || !isfinite(p[P_CLASS_THRESHOLD]))
-        return P_CLASS_THRESHOLD;
-    if (!(p[P_STORAGE_LOAD] >= 0 && p[P_STORAGE_LOAD] <= 1e9) || p[P_STORAGE_LOAD] != floor(p[P_STORAGE_LOAD]))
-        return P_STORAGE_LOAD;
-    if (p[P_COMPENSATE_IDLE] != 0 && p[P_COMPENSATE_IDLE] != 1)
-        return P_COMPENSATE_IDLE;
-    return -1;
-}
-
 /* Credit_i without a prior cycle: the device's time for the class's mean request size. */
 static void initial_time_per_request(re_sched *s, const re_context *ctx)
 {
@@ -156,12 +148,6 @@ static re_sched *fairio_create(const re_context *ctx, int *rc, int64_t *bad)
             *bad = c;
             return NULL;
         }
-    int bad_param = check_params(ctx);
-    if (bad_param >= 0) {
-        *rc = RE_BAD_PARAM;
-        *bad = bad_param;
-        return NULL;
-    }
     re_sched *s = calloc(1, sizeof(re_sched));
     if (s == NULL) {
         *rc = RE_NOMEM;
@@ -491,5 +477,6 @@ static void fairio_complete(re_sched *s, int32_t server, const int64_t *reqs, in
 }
 
 const re_sched_ops sched_fairio = {
-    "fairio", 0, 0, fairio_create, fairio_destroy, fairio_enqueue, fairio_pick, fairio_complete,
+    .name = "fairio", .params = PARAMS, .n_params = N_PARAM, .create = fairio_create, .destroy = fairio_destroy,
+    .enqueue = fairio_enqueue, .pick = fairio_pick, .complete = fairio_complete,
 };

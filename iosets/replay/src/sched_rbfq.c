@@ -29,6 +29,17 @@
 
 enum { P_COST_BYTES, P_IDLE_CREDIT, P_DISTRIBUTED, N_PARAMS };
 
+static const re_param PARAMS[] = {
+    [P_COST_BYTES] = {"cost_bytes", 0.0,
+                      "1 = a request costs its bytes (reservations, limits in bytes/s), 0 = one IO", RE_FLAG},
+    [P_IDLE_CREDIT] = {"idle_credit", 0.0,
+                       "sigma: a client back from idle gets global tags from now - sigma cost / weight", RE_AT_LEAST(0)},
+    [P_DISTRIBUTED] = {"distributed", 1.0,
+                       "1 = a server charges a client's global tags with its service at other servers (delta)",
+                       RE_FLAG},
+};
+_Static_assert(sizeof(PARAMS) / sizeof(PARAMS[0]) == N_PARAMS, "one entry per parameter");
+
 /* 4-ary min-heap of flows with a position index, so a flow's key can move. */
 enum { ARITY = 4 };
 typedef struct {
@@ -334,7 +345,7 @@ static int number_flows(re_sched *s, key_list *list)
     return ok;
 }
 
-static int check_inputs(const re_context *ctx, int *rc, int64_t *bad)
+static int check_classes(const re_context *ctx, int *rc, int64_t *bad)
 {
     for (int32_t c = 0; c < ctx->rq->n_classes; c++) {
         *bad = c;
@@ -345,19 +356,7 @@ static int check_inputs(const re_context *ctx, int *rc, int64_t *bad)
         if (!(ctx->limit[c] >= 0) || !isfinite(ctx->limit[c]))
             return *rc = RE_BAD_LIMIT, 0;
     }
-    *rc = RE_BAD_PARAM;
-    *bad = ctx->n_param;
-    if (ctx->n_param < N_PARAMS)
-        return 0;
-    const double *p = ctx->param;
-    for (*bad = 0; *bad < N_PARAMS; (*bad)++) {
-        double v = p[*bad];
-        int flag = *bad == P_COST_BYTES || *bad == P_DISTRIBUTED;
-        if (!isfinite(v) || v < 0 || (flag && v != 0 && v != 1))
-            return 0;
-    }
     *bad = -1;
-    *rc = RE_OK;
     return 1;
 }
 
@@ -404,7 +403,7 @@ static int setup_flows(re_sched *s, const key_list *list, int32_t queue_depth)
 static re_sched *rbfq_create(const re_context *ctx, int *rc, int64_t *bad)
 {
     const re_requests *rq = ctx->rq;
-    if (!check_inputs(ctx, rc, bad))
+    if (!check_classes(ctx, rc, bad))
         return NULL;
     re_sched *s = calloc(1, sizeof(re_sched));
     if (s == NULL) {
@@ -619,5 +618,6 @@ static void rbfq_complete(re_sched *s, int32_t server, const int64_t *reqs, int6
 }
 
 const re_sched_ops sched_rbfq = {
-    "rbfq", 0, 0, rbfq_create, rbfq_destroy, rbfq_enqueue, rbfq_pick, rbfq_complete,
+    .name = "rbfq", .params = PARAMS, .n_params = N_PARAMS, .create = rbfq_create, .destroy = rbfq_destroy,
+    .enqueue = rbfq_enqueue, .pick = rbfq_pick, .complete = rbfq_complete,
 };

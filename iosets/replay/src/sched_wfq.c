@@ -202,9 +202,11 @@ static void iosets_complete(re_sched *s, int32_t server, const int64_t *reqs, in
 }
 
 const re_sched_ops sched_wfq = {
-    "wfq", 0, 0, wfq_create, wfq_destroy, wfq_enqueue, wfq_pick, wfq_complete,
+    .name = "wfq", .create = wfq_create, .destroy = wfq_destroy,
+    .enqueue = wfq_enqueue, .pick = wfq_pick, .complete = wfq_complete,
 };
 
 const re_sched_ops sched_iosets_wfq = {
-    "iosets-wfq", 0, 1, iosets_create, wfq_destroy, iosets_enqueue, wfq_pick, iosets_complete,
+    .name = "iosets-wfq", .cross_server = 1, .create = iosets_create, .destroy = wfq_destroy,
+    .enqueue = iosets_enqueue, .pick = wfq_pick, .complete = iosets_complete,
 };

@@ -1,0 +1,69 @@
+"""Types of the C core, iosets.replay._engine (iosets/replay/src/_engine.c).
+
+Arrays cross as C-contiguous buffers of the dtypes below; outputs are preallocated by
+the caller and filled in place. Errors in the data raise iosets.errors.ReplayError.
+"""
+
+import numpy as np
+from numpy.typing import NDArray
+
+def replay_phases(
+    release: NDArray[np.float64],
+    sets: NDArray[np.int64],
+    priority: NDArray[np.float64],
+    phase_ptr: NDArray[np.int64],
+    t_cpu: NDArray[np.float64],
+    io_bytes: NDArray[np.float64],
+    bandwidth: float,
+    window: tuple[float, float],
+    cpu_start: NDArray[np.float64],
+    cpu_end: NDArray[np.float64],
+    io_start: NDArray[np.float64],
+    io_end: NDArray[np.float64],
+    /,
+) -> tuple[int, float, float, float]:
+    """Replay a phase-level workload; returns (n_events, utilization, io_slowdown, max_stretch)."""
+
+def phase_metrics(
+    phase_ptr: NDArray[np.int64],
+    io_bytes: NDArray[np.float64],
+    cpu_start: NDArray[np.float64],
+    cpu_end: NDArray[np.float64],
+    io_start: NDArray[np.float64],
+    io_end: NDArray[np.float64],
+    remaining_begin: NDArray[np.float64],
+    remaining_end: NDArray[np.float64],
+    bandwidth: float,
+    window: tuple[float, float],
+    /,
+) -> tuple[float, float, float]:
+    """Window metrics of a phase timeline: (utilization, io_slowdown, max_stretch)."""
+
+def replay_requests(
+    scheduler: str,
+    arrival: NDArray[np.float64],
+    size: NDArray[np.float64],
+    offset: NDArray[np.int64],
+    cls: NDArray[np.int32],
+    stream: NDArray[np.int32],
+    server: NDArray[np.int32],
+    phase: NDArray[np.int32],
+    op: NDArray[np.int8],
+    n_classes: int,
+    n_streams: int,
+    n_servers: int,
+    n_phases: int,
+    device: tuple[int, float, float, float, float],
+    weight: NDArray[np.float64],
+    reservation: NDArray[np.float64],
+    limit: NDArray[np.float64],
+    params: NDArray[np.float64],
+    dispatch: NDArray[np.float64],
+    complete: NDArray[np.float64],
+    unit: NDArray[np.int64],
+    /,
+) -> int:
+    """Replay a request trace through one scheduler; returns the number of dispatched units."""
+
+def scheduler_params() -> dict[str, list[tuple[str, float, str, str]]]:
+    """{scheduler: [(name, default, allowed, doc), ...]} in registry order."""
