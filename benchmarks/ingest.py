@@ -14,7 +14,7 @@ import sys
 
 METHODS = {
     "iosets.read_darshan": (
-        "from iosets.analyzer._darshan import read_darshan",
+        "from iosets.analyzer import read_darshan",
         "job = read_darshan(PATH); n = job.ops.height",
     ),
     "pydarshan read_all + to_df": (

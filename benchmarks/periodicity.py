@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 
-from iosets.analyzer import _periodicity as P
-from iosets.analyzer._periodicity import _make_periodic_ops, periodicity
+from iosets.analyzer import bandwidth_signal, periodicity
+from iosets.datasets import make_periodic_ops
 
 DUTIES = (0.01, 0.02, 0.05, 0.10, 0.25, 0.50)
 ANCHOR = "FTIO same bins"
@@ -40,17 +40,8 @@ except Exception as exc:  # noqa: BLE001 - any import failure means: run iosets 
 
 def _signal(ops):
     """The binned bandwidth signal iosets builds from ``ops`` (time of each bin, bytes/s, bin width, bytes)."""
-    s = ops["start"].to_numpy()
-    e = ops["end"].to_numpy()
-    z = ops["size"].to_numpy().astype(np.float64)
-    t0 = s.min()
-    s, e = s - t0, e - t0
-    span = float(e.max())
-    run_s, run_e = P._merge(s, e)
-    seg = P._segment(run_s, run_e, span, None)
-    n = P._auto_bins(span, seg.starts, seg.ends) if seg.clear else P._auto_bins(span, run_s, run_e)
-    dt = span / n * (1 + 1e-12)
-    return np.arange(n) * dt, P._bin_bandwidth(s, e, z, n, dt), dt, int(z.sum())
+    bw, dt = bandwidth_signal(ops)
+    return np.arange(len(bw)) * dt, bw, dt, int(ops["size"].sum())
 
 
 def _best(run, repeat):
@@ -94,7 +85,7 @@ def _accuracy(tools, per_duty, repeat, rng):
             ranks = int(rng.choice((1, 4, 16, 128)))
             n_phases = int(rng.integers(8, 31))
             seed = int(rng.integers(2**31))
-            ops, truth = _make_periodic_ops(w, duty, ranks, n_phases=n_phases, random_state=seed)
+            ops, truth = make_periodic_ops(w, duty, ranks, n_phases=n_phases, random_state=seed)
             found = {"iosets": _iosets(ops, repeat)}
             if _ftio_core is not None:
                 t, bw, dt, total = _signal(ops)
@@ -125,7 +116,7 @@ def _poisson(tools, n_traces, rng):
     false_pos = {tool: 0 for tool in tools}
     for i in range(n_traces):
         w = float(np.exp(rng.uniform(math.log(2.0), math.log(1000.0))))
-        ops, _ = _make_periodic_ops(w, DUTIES[i % 4], 4, n_phases=20, poisson=True, random_state=i)
+        ops, _ = make_periodic_ops(w, DUTIES[i % 4], 4, n_phases=20, poisson=True, random_state=i)
         false_pos["iosets"] += _iosets(ops)[0] is not None
         if _ftio_core is not None:
             t, bw, dt, total = _signal(ops)
@@ -167,8 +158,8 @@ def _print_speed(speed, repeat, per_trace):
 
 
 def _long_trace(repeat):
-    """The DESIGN.md anchor: a long trace sampled by FTIO at its default 10 Hz (600 k samples)."""
-    ops, truth = _make_periodic_ops(600.0, 0.01, 16, n_phases=100, random_state=1)
+    """The speed anchor: a long trace sampled by FTIO at its default 10 Hz (600 k samples)."""
+    ops, truth = make_periodic_ops(600.0, 0.01, 16, n_phases=100, random_state=1)
     t, bw, dt, total = _signal(ops)
     w_ft, t_ft = _ftio(t, bw, total, 16, 10.0)
     w_io, t_io = _iosets(ops, repeat)

@@ -1,25 +1,54 @@
-"""Analyzer: traces (Darshan, block traces, ops tables) into the jobs table."""
+"""Analyzer: traces (Darshan, block traces, ops tables) into the jobs table.
 
-from ._blocktrace import SkipReport, read_blocktrace
-from ._darshan import DarshanJob, read_darshan
-from ._ops import OPS_SCHEMA, read_ops, write_ops
-from ._periodicity import Periodicity, periodicity, periodicity_from_signal
-from ._pipeline import Analysis, analyze, analyze_log, analyze_ops, expand_paths
+:func:`ingest` reads any trace format into the ops table through one registry,
+:data:`INGESTERS` (``_ingest/``: one module per format); :func:`periodicity` finds a job's
+I/O rhythm; :func:`analyze` turns many traces into the jobs table. Names are imported on
+first use (:mod:`iosets._lazy`), so that ``import iosets.analyzer`` costs nothing until a
+trace is read.
+"""
 
-__all__ = [
-    "OPS_SCHEMA",
-    "Analysis",
-    "DarshanJob",
-    "Periodicity",
-    "SkipReport",
-    "analyze",
-    "analyze_log",
-    "analyze_ops",
-    "expand_paths",
-    "periodicity",
-    "periodicity_from_signal",
-    "read_blocktrace",
-    "read_darshan",
-    "read_ops",
-    "write_ops",
-]
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._ingest import (
+        INGESTERS,
+        DarshanJob,
+        Ingester,
+        SkipReport,
+        ingest,
+        read_blocktrace,
+        read_darshan,
+        read_ops,
+        sniff_format,
+        write_ops,
+    )
+    from ._periodicity import Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
+    from ._pipeline import Analysis, analyze, expand_paths
+    from ._worker import analyze_log, analyze_ops, analyze_path
+
+_EXPORTS = {
+    "Periodicity": "._periodicity",
+    "bandwidth_signal": "._periodicity",
+    "periodicity": "._periodicity",
+    "periodicity_from_signal": "._periodicity",
+    "Analysis": "._pipeline",
+    "analyze": "._pipeline",
+    "expand_paths": "._pipeline",
+    "analyze_log": "._worker",
+    "analyze_ops": "._worker",
+    "analyze_path": "._worker",
+    "INGESTERS": "._ingest",
+    "DarshanJob": "._ingest",
+    "Ingester": "._ingest",
+    "SkipReport": "._ingest",
+    "ingest": "._ingest",
+    "read_blocktrace": "._ingest",
+    "read_darshan": "._ingest",
+    "read_ops": "._ingest",
+    "sniff_format": "._ingest",
+    "write_ops": "._ingest",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

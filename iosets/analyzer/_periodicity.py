@@ -10,8 +10,9 @@ import polars as pl
 
 from .._validation import check_positive
 from ..errors import InputError
+from ..schemas import OPS
 
-__all__ = ["Periodicity", "periodicity", "periodicity_from_signal"]
+__all__ = ["Periodicity", "bandwidth_signal", "periodicity", "periodicity_from_signal"]
 
 _MAX_BINS = 1 << 20
 _MIN_BINS = 1 << 12
@@ -60,7 +61,7 @@ def _bin_bandwidth(start: np.ndarray, end: np.ndarray, size: np.ndarray, n_bins:
     rate = size[cross] / (p1 - p0)  # bytes per bin width
     first = np.array(size, dtype=np.float64)  # bytes in the first bin
     first[cross] = rate * (a - p0)
-    out = np.bincount(i0, weights=first, minlength=n_bins)
+    out: np.ndarray = np.bincount(i0, weights=first, minlength=n_bins)
     del i0, first
     out += np.bincount(b, weights=rate * (p1 - b), minlength=n_bins)
     inner = np.flatnonzero(b > a)  # whole bins a..b-1 get ``rate`` each: difference array
@@ -299,7 +300,7 @@ def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float
         c_seg = math.exp(-((cv / _CV_SCALE) ** 2))
     # evidence 1: regular phase spacing, supported by a DFT peak at the same period
     c_seg_total = 0.0
-    if w_seg is not None and seg.clear:
+    if w_seg is not None and c_seg is not None and seg.clear:
         agree = 0.0
         if spec.period is not None:
             rel = abs(spec.period - w_seg) / w_seg
@@ -307,6 +308,7 @@ def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float
         c_seg_total = c_seg * (1.0 - _DFT_WEIGHT + _DFT_WEIGHT * agree)
     # evidence 2: a harmonic comb that explains the spectral energy (strictly periodic I/O, with or without gaps)
     c_dft = spec.comb if spec.period is not None else 0.0
+    w_iter: float | None
     if c_seg_total >= c_dft and c_seg_total > 0:
         confidence, w_iter = c_seg_total, w_seg
     elif c_dft > 0:
@@ -316,7 +318,7 @@ def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float
     confidence = min(1.0, max(0.0, float(confidence)))
     periodic = w_iter is not None and confidence >= min_confidence
     return Periodicity(
-        w_iter=float(w_iter) if periodic else None,
+        w_iter=w_iter if periodic else None,
         alpha_io=alpha,
         n_phases=int(n_phases),
         confidence=confidence,
@@ -347,7 +349,7 @@ def _check_ops(ops) -> bool:
     names = ops.columns
     missing = [c for c in ("size", "start") if c not in names]
     if missing:
-        raise InputError(f"ops: missing columns {missing}; expected size and start (end optional)")
+        raise InputError(f"ops: missing column(s) {', '.join(missing)}; expected size and start (end optional)")
     if ops.height == 0:
         raise InputError("ops: empty table, expected at least one request")
     if "job_id" in names and ops.get_column("job_id").n_unique() > 1:
@@ -358,30 +360,51 @@ def _check_ops(ops) -> bool:
     return "end" in names
 
 
-def _check_values(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> None:
-    """Raise InputError at the first row with a non-finite value, a negative size or an end before its start."""
-    if not math.isfinite(float(start.sum()) + float(end.sum()) + float(size.sum())):  # one cheap test, then rows
-        for name, col in (("start", start), ("end", end), ("size", size)):
-            bad = np.flatnonzero(~np.isfinite(col))
-            if len(bad):
-                raise InputError(
-                    f"ops row {bad[0]}: {name} must be a finite number, got {float(col[bad[0]])} (null or not finite)"
-                )
-    if size.min() < 0:
-        bad = int(np.argmax(size < 0))
-        raise InputError(f"ops row {bad}: size must be >= 0 bytes, got {size[bad]:g}")
-    if (end < start).any():
-        bad = int(np.argmax(end < start))
-        raise InputError(f"ops row {bad}: end {float(end[bad])} is before start {float(start[bad])}")
+def _check_values(ops: pl.DataFrame, start: np.ndarray, end: np.ndarray, size: np.ndarray) -> None:
+    """Raise InputError at the first row that breaks the ops schema's rules on size, start and end.
+
+    The rules and the message are those of ``OPS.validate``: size >= 0, start finite >= 0, end
+    (null: start) finite >= start; the first bad row is named, ties go to the schema's column order.
+    """
+    if (
+        math.isfinite(float(start.sum()) + float(end.sum()) + float(size.sum()))  # one cheap test, then rows
+        and size.min() >= 0
+        and start.min() >= 0
+        and not (end < start).any()
+    ):
+        return
+    with np.errstate(invalid="ignore"):
+        broken = {
+            "size": ~np.isfinite(size) | (size < 0),
+            "start": ~np.isfinite(start) | (start < 0),
+            "end": ~np.isfinite(end) | (end < start),
+        }
+    firsts = [(int(np.argmax(bad)), k) for k, bad in enumerate(broken.values()) if bad.any()]
+    if not firsts:  # the sums overflowed: every value is fine
+        return
+    row, k = min(firsts)
+    name = list(broken)[k]
+    value = ops.get_column(name)[row]
+    if value is None:
+        expect = "a value (not null)"
+    elif not math.isfinite(value):
+        expect = "a finite number"
+    else:
+        expect = OPS[name].expect
+    raise InputError(f"ops row {row}: {name}: expected {expect}, got {'null' if value is None else repr(value)}")
 
 
 def _columns(ops: pl.DataFrame, has_end: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """start, end (null -> start) and size of ``ops`` as float64 arrays."""
     series = [ops.get_column(c) for c in ("start", "end" if has_end else "start", "size")]
     if series[1].null_count() == 0:  # fast path: no fill, cast numbers only
-        cols = [s.to_numpy() for s in series]
-        if all(c.dtype.kind in "fiu" for c in cols):
-            return tuple(c.astype(np.float64, copy=False) for c in cols)
+        start, end, size = (s.to_numpy() for s in series)
+        if all(c.dtype.kind in "fiu" for c in (start, end, size)):
+            return (
+                start.astype(np.float64, copy=False),
+                end.astype(np.float64, copy=False),
+                size.astype(np.float64, copy=False),
+            )
     end_expr = (
         pl.col("end").cast(pl.Float64).fill_null(pl.col("start").cast(pl.Float64)) if has_end else pl.col("start")
     )
@@ -393,9 +416,81 @@ def _columns(ops: pl.DataFrame, has_end: bool) -> tuple[np.ndarray, np.ndarray, 
         )
     except pl.exceptions.PolarsError as exc:
         raise InputError(f"ops: start, end and size must be numeric ({str(exc).splitlines()[0]})") from None
-    return tuple(
-        np.ascontiguousarray(cols.get_column(c).to_numpy(), dtype=np.float64) for c in ("start", "end", "size")
-    )
+    start, end, size = (np.ascontiguousarray(cols.get_column(c).to_numpy(), dtype=np.float64) for c in cols.columns)
+    return start, end, size
+
+
+@dataclass(frozen=True)
+class _Activity:
+    start: np.ndarray  # request starts (s since the first request)
+    end: np.ndarray  # request ends (s since the first request)
+    size: np.ndarray  # bytes
+    span: float  # last end (s)
+    run_s: np.ndarray  # starts of the merged activity runs
+    run_e: np.ndarray  # ends of the merged activity runs
+    seg: _Segments  # I/O phases from the gaps alone
+
+
+def _activity(ops: pl.DataFrame) -> _Activity:
+    """One job's requests, checked, from its first request, with their activity runs and gap-based phases."""
+    start, end, size = _columns(ops, _check_ops(ops))
+    _check_values(ops, start, end, size)
+    t0 = float(start.min())
+    start, end = start - t0, end - t0
+    span = float(end.max())
+    run_s, run_e = _merge(start, end)
+    return _Activity(start, end, size, span, run_s, run_e, _segment(run_s, run_e, span, None))
+
+
+def _signal(act: _Activity, bin_width: float | None) -> tuple[np.ndarray, float]:
+    """The binned bandwidth signal (bytes/s) of the requests, and its bin width (s)."""
+    if bin_width is None:  # a few bins per shortest I/O phase (per shortest activity run if no clear phases)
+        seg = act.seg
+        n_bins = _auto_bins(act.span, seg.starts, seg.ends) if seg.clear else _auto_bins(act.span, act.run_s, act.run_e)
+        dt = act.span / n_bins * (1 + 1e-12)
+    else:
+        dt = bin_width
+        n_bins = math.ceil(act.span / dt * (1 + 1e-12)) + 1
+        if n_bins > 16 * _MAX_BINS:
+            raise InputError(
+                f"bin_width {bin_width!r} gives {n_bins} bins over {act.span:g} s; expected at most {16 * _MAX_BINS}"
+            )
+    return _bin_bandwidth(act.start, act.end, act.size, n_bins, dt), dt
+
+
+def bandwidth_signal(ops: pl.DataFrame, *, bin_width: float | None = None) -> tuple[np.ndarray, float]:
+    """The bandwidth signal :func:`periodicity` analyses: bytes per second in each bin, and the bin width.
+
+    Parameters
+    ----------
+    ops : polars.DataFrame
+        Requests of one job, as for :func:`periodicity`.
+    bin_width : float, default=None
+        Width (s) of the bins; None chooses it as :func:`periodicity` does.
+
+    Returns
+    -------
+    bandwidth : numpy.ndarray of shape (n_bins,)
+        Bytes per second in each bin; bin 0 starts at the first request, each request's bytes
+        spread evenly over its [start, end] interval (round-off below zero is clipped).
+    bin_width : float
+        Width of a bin (s).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ops = pl.DataFrame({"size": [100, 100], "start": [0.0, 3.0], "end": [1.0, 4.0]})
+    >>> bandwidth, width = bandwidth_signal(ops, bin_width=1.0)
+    >>> bandwidth.tolist(), width
+    ([100.0, 0.0, 0.0, 100.0, 0.0, 0.0], 1.0)
+    """
+    if bin_width is not None:
+        bin_width = check_positive(bin_width, "bin_width")
+    act = _activity(ops)
+    if act.span <= 0:
+        raise InputError("ops: every request starts and ends at one date; there is no signal to bin")
+    bandwidth, width = _signal(act, bin_width)
+    return np.maximum(bandwidth, 0.0, out=bandwidth), width  # no round-off below zero
 
 
 def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confidence: float = 0.5) -> Periodicity:
@@ -404,8 +499,8 @@ def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confid
     Parameters
     ----------
     ops : polars.DataFrame
-        Requests of one job (DESIGN.md ops table): ``size`` bytes, ``start`` and ``end`` s
-        (null ``end`` is taken as ``start``).
+        Requests of one job (:data:`iosets.schemas.OPS`): ``size`` bytes, ``start`` and ``end`` s
+        (null ``end`` is taken as ``start``); values must keep the schema's rules.
     bin_width : float, default=None
         Width (s) of the bandwidth signal's bins; None chooses a few bins per shortest I/O
         phase, with 2^12 to 2^20 bins.
@@ -419,8 +514,8 @@ def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confid
 
     Examples
     --------
-    >>> from iosets.analyzer._periodicity import _make_periodic_ops
-    >>> ops, truth = _make_periodic_ops(60.0, 0.05, 4, n_phases=12, random_state=0)
+    >>> from iosets.datasets import make_periodic_ops
+    >>> ops, truth = make_periodic_ops(60.0, 0.05, 4, n_phases=12, random_state=0)
     >>> p = periodicity(ops)
     >>> p.periodic, round(p.w_iter / truth["w_iter"], 6), p.n_phases
     (True, 1.0, 12)
@@ -428,29 +523,13 @@ def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confid
     min_confidence = _check_confidence(min_confidence)
     if bin_width is not None:
         bin_width = check_positive(bin_width, "bin_width")
-    start, end, size = _columns(ops, _check_ops(ops))
-    _check_values(start, end, size)
-    t0 = float(start.min())
-    start, end = start - t0, end - t0
-    span = float(end.max())
-    if span <= 0 or size.sum() <= 0:
-        return Periodicity(None, 1.0 if span <= 0 else 0.0, 1, 0.0, False)
-    run_s, run_e = _merge(start, end)
-    seg = _segment(run_s, run_e, span, None)
-    if bin_width is None:  # a few bins per shortest I/O phase (per shortest activity run if no clear phases)
-        n_bins = _auto_bins(span, seg.starts, seg.ends) if seg.clear else _auto_bins(span, run_s, run_e)
-        dt = span / n_bins * (1 + 1e-12)
-    else:
-        dt = bin_width
-        n_bins = math.ceil(span / dt * (1 + 1e-12)) + 1
-        if n_bins > 16 * _MAX_BINS:
-            raise InputError(
-                f"bin_width {bin_width!r} gives {n_bins} bins over {span:g} s; expected at most {16 * _MAX_BINS}"
-            )
-    signal = _bin_bandwidth(start, end, size, n_bins, dt)
+    act = _activity(ops)
+    if act.span <= 0 or act.size.sum() <= 0:
+        return Periodicity(None, 1.0 if act.span <= 0 else 0.0, 1, 0.0, False)
+    signal, dt = _signal(act, bin_width)
     spec = _spectral_period(signal, dt)
-    seg = _resegment(run_s, run_e, span, seg, spec.period)
-    return _combine(spec, seg, span, min_confidence)
+    seg = _resegment(act.run_s, act.run_e, act.span, act.seg, spec.period)
+    return _combine(spec, seg, act.span, min_confidence)
 
 
 def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5) -> Periodicity:
@@ -499,59 +578,3 @@ def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_conf
     spec = _spectral_period(signal, dt)
     seg = _resegment(run_s, run_e, span, _segment(run_s, run_e, span, None), spec.period)
     return _combine(spec, seg, span, min_confidence)
-
-
-# ----------------------------------------------------------------------------- synthetic traces
-
-
-def _make_periodic_ops(
-    w_iter: float,
-    duty: float,
-    n_ranks: int = 1,
-    *,
-    n_phases: int = 20,
-    jitter: float = 0.3,
-    requests_per_burst: int = 4,
-    request_gap: float = 0.03,
-    poisson: bool = False,
-    random_state=None,
-) -> tuple[pl.DataFrame, dict]:
-    """Generate the ops of one job with jittered periodic (or Poisson) I/O bursts, and the true values."""
-    rng = np.random.default_rng(random_state)
-    if poisson:
-        spacing = rng.exponential(w_iter, n_phases - 1)
-    else:
-        spacing = w_iter * rng.uniform(1 - jitter, 1 + jitter, n_phases - 1)
-    length = duty * w_iter * rng.uniform(1 - jitter, 1 + jitter, n_phases)
-    first = w_iter * (1 - duty) * rng.uniform(0.5, 1.5)
-    b_start = first + np.r_[0.0, np.cumsum(spacing)]
-    b_end = b_start + length
-    r = requests_per_burst
-    # each rank tiles each burst with r contiguous requests at random cut points
-    cuts = np.sort(rng.uniform(0, 1, (n_phases, n_ranks, r - 1)), axis=2)
-    frac = np.concatenate([np.zeros((n_phases, n_ranks, 1)), cuts, np.ones((n_phases, n_ranks, 1))], axis=2)
-    t = b_start[:, None, None] + frac * length[:, None, None]
-    s = t[:, :, :-1].ravel()
-    e = t[:, :, 1:].ravel()
-    e = s + (e - s) * rng.uniform(1 - request_gap, 1, len(s))  # small idle gaps between a rank's requests
-    e[r - 1 :: r] = t[:, :, -1].ravel()  # a rank's last request ends with the burst, so bursts keep their true end
-    size = np.maximum(1, np.rint((e - s) * rng.uniform(0.5e8, 2e8, len(s)))).astype(np.int64)
-    rank = np.broadcast_to(np.arange(n_ranks)[None, :, None], (n_phases, n_ranks, r)).ravel()
-    ops = pl.DataFrame(
-        {
-            "job_id": ["job0"] * len(s),
-            "rank": rank.astype(np.int64),
-            "op": np.where(rng.uniform(size=len(s)) < 0.5, "read", "write"),
-            "offset": (np.cumsum(size) - size).astype(np.int64),
-            "size": size,
-            "start": s,
-            "end": e,
-        }
-    ).sort("start")
-    merged_s, merged_e = _merge(b_start, b_end)
-    truth = {
-        "w_iter": float(np.diff(b_start).mean()),
-        "alpha_io": float(np.sum(merged_e - merged_s) / (b_end.max() - b_start.min())),
-        "n_phases": len(merged_s),
-    }
-    return ops, truth

@@ -4,8 +4,8 @@ import numpy as np
 import polars as pl
 
 from .._validation import check_count, check_positive
-from ..analyzer import OPS_SCHEMA
 from ..errors import InputError
+from ..schemas import OPS
 from ..workload import Workload
 
 
@@ -24,7 +24,7 @@ def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
             "file": np.broadcast_to(np.asarray(file, dtype=object), n).astype(str),
             **extra,
         },
-        schema_overrides=OPS_SCHEMA,
+        schema_overrides=OPS.polars,
     )
     return frame.sort("start", maintain_order=True)
 

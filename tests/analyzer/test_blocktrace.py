@@ -5,7 +5,7 @@ from importlib import resources
 import polars as pl
 import pytest
 
-from iosets.analyzer._blocktrace import read_blocktrace, sniff_format
+from iosets.analyzer import read_blocktrace, sniff_format
 from iosets.errors import InputError
 
 DATA = resources.files("iosets.datasets.data")
@@ -224,7 +224,7 @@ def test_ops_skip_reports_lines(tmp_path):
     text = "job_id,rank,op,offset,size,start\na,0,read,0,10,0.0\nb,0,rd,zero,10,1.0\n"
     text += "c,1,write,5,5,2.0\n"
     path = write(tmp_path, "ops.csv", text)
-    with pytest.raises(InputError, match=r"ops\.csv line 3: expected 'read'\|'write', got 'rd'"):
+    with pytest.raises(InputError, match=r"ops\.csv line 3: op: expected 'read'\|'write', got 'rd'"):
         read_blocktrace(path)
     with pytest.warns(UserWarning, match="skipped 1 malformed lines"):
         ops, report = read_blocktrace(path, errors="skip", return_report=True)

@@ -3,6 +3,7 @@
 import glob
 import os
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -10,8 +11,7 @@ import pytest
 
 darshan = pytest.importorskip("darshan")
 
-from iosets.analyzer._darshan import DarshanJob, read_darshan  # noqa: E402
-from iosets.analyzer._ops import OPS_SCHEMA  # noqa: E402
+from iosets.analyzer import DarshanJob, read_darshan  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
 
 DIR = os.path.dirname(darshan.__file__)
@@ -91,14 +91,17 @@ DXT_LOGS = [p for p in LOGS if "dxt" in os.path.basename(p) or "ior_hdf5" in p]
 def test_dxt_bytes_match_posix_counters(path, jobs):
     ops = jobs[path].ops
     assert ops is not None and ops.height > 0
-    assert ops.schema == pl.Schema(OPS_SCHEMA)
+    assert ops.schema == pl.Schema(
+        {"job_id": pl.String, "rank": pl.Int64, "op": pl.String, "offset": pl.Int64, "size": pl.Int64}
+        | {"start": pl.Float64, "end": pl.Float64, "file": pl.String}
+    )
     assert set(ops["op"].unique()) <= {"read", "write"}
     assert (ops["end"] >= ops["start"]).all() and (ops["start"] >= 0).all()
     report = darshan.DarshanReport(path, read_all=True)
     names = report.name_records
     posix = report.records["POSIX"].to_df()["counters"]
     want = defaultdict(int)
-    for rid, r, w in zip(posix["id"], posix["POSIX_BYTES_READ"], posix["POSIX_BYTES_WRITTEN"]):
+    for rid, r, w in zip(posix["id"], posix["POSIX_BYTES_READ"], posix["POSIX_BYTES_WRITTEN"], strict=True):
         want[names[rid]] += int(r) + int(w)
     got = dict(ops.group_by("file").agg(pl.col("size").sum()).iter_rows())
     traced = {names[rec["id"]] for rec in report.records["DXT_POSIX"].to_df()}
@@ -115,7 +118,11 @@ def test_dxt_ops_equal_pydarshan_to_df(jobs):
         for op, key in (("write", "write_segments"), ("read", "read_segments")):
             seg = rec[key]
             for off, ln, st, en in zip(
-                seg.get("offset", []), seg.get("length", []), seg.get("start_time", []), seg.get("end_time", [])
+                seg.get("offset", []),
+                seg.get("length", []),
+                seg.get("start_time", []),
+                seg.get("end_time", []),
+                strict=True,
             ):
                 rows.append((rec["rank"], op, off, ln, st, en))
     assert ops.height == len(rows) == 7623
@@ -143,7 +150,7 @@ def test_empty_exe_gives_empty_app(jobs):
 
 @pytest.mark.parametrize("cut", [200, 3000, -20000, -100])
 def test_truncated_log_raises(tmp_path, cut):
-    data = open(DXT_LOG, "rb").read()
+    data = Path(DXT_LOG).read_bytes()
     bad = tmp_path / "cut.darshan"
     bad.write_bytes(data[:cut])
     with pytest.raises(InputError, match=r"cut\.darshan: .*(truncated|header|cannot read)"):
@@ -174,11 +181,11 @@ def test_bad_log_does_not_crash_interpreter(tmp_path):
     import subprocess
     import sys
 
-    data = open(DXT_LOG, "rb").read()
+    data = Path(DXT_LOG).read_bytes()
     bad = tmp_path / "cut.darshan"
     bad.write_bytes(data[: len(data) // 2])
     code = (
-        "import sys; from iosets.analyzer._darshan import read_darshan\n"
+        "import sys; from iosets.analyzer import read_darshan\n"
         "from iosets.errors import InputError\n"
         "try: read_darshan(sys.argv[1])\n"
         "except InputError: print('ok')\n"

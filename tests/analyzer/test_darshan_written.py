@@ -11,8 +11,7 @@ darshan = pytest.importorskip("darshan")
 
 from darshan_writer import HEATMAP_RECORD_IDS, MOD_IDS, dxt_record, heatmap_record, posix_record, write_log  # noqa: E402
 
-from iosets.analyzer._darshan import read_darshan  # noqa: E402
-from iosets.analyzer._pipeline import analyze_log  # noqa: E402
+from iosets.analyzer import analyze_log, read_darshan  # noqa: E402
 
 JOB = {"uid": 4242, "jobid": 9001, "nprocs": 4, "start": (1700000000, 250000000), "end": (1700000100, 750000000)}
 START = JOB["start"][0] + JOB["start"][1] * 1e-9
@@ -134,7 +133,7 @@ def test_pydarshan_reads_written_dxt_and_partial_flag(tmp_path, partial):
     for r, rec in enumerate(recs):
         for key, want in (("write_segments", _segments(r)), ("read_segments", _reads(r))):
             seg = rec[key]
-            got = list(zip(seg["offset"], seg["length"], seg["start_time"], seg["end_time"]))
+            got = list(zip(seg["offset"], seg["length"], seg["start_time"], seg["end_time"], strict=True))
             assert got == want
 
 
@@ -274,7 +273,7 @@ def test_pydarshan_reads_written_posix_counters(counters_log):
     report = darshan.DarshanReport(str(counters_log), read_all=True)
     c = report.records["POSIX"].to_df()["counters"]
     f = report.records["POSIX"].to_df()["fcounters"]
-    assert list(zip(c["id"], c["rank"])) == [(i, r) for i, r, _, _ in POSIX_RECS]
+    assert list(zip(c["id"], c["rank"], strict=True)) == [(i, r) for i, r, _, _ in POSIX_RECS]
     for row, (_, _, counters, fcounters) in enumerate(POSIX_RECS):
         assert {k: c[k][row] for k in counters} == counters
         assert {k: f[k][row] for k in fcounters} == fcounters

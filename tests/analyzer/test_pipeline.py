@@ -3,14 +3,17 @@
 import glob
 import os
 import shutil
+from importlib import resources
+from pathlib import Path
 
 import darshan
 import numpy as np
 import polars as pl
 import pytest
 
-from iosets.analyzer import analyze, analyze_ops, expand_paths
-from iosets.analyzer._pipeline import JOB_COLUMNS
+from iosets.analyzer import analyze, analyze_ops, expand_paths, read_blocktrace
+from iosets.errors import InputError
+from iosets.schemas import JOBS
 
 WHEEL = os.path.dirname(darshan.__file__)
 LOGS = sorted(
@@ -25,7 +28,7 @@ def log_dir(tmp_path_factory):
     folder = tmp_path_factory.mktemp("logs")
     for k, log in enumerate(LOGS):
         shutil.copy(log, folder / f"{k:02d}_{os.path.basename(log)}")
-    data = open(LOGS[0], "rb").read()
+    data = Path(LOGS[0]).read_bytes()
     (folder / "sub").mkdir()
     (folder / "sub" / "truncated.darshan").write_bytes(data[: len(data) // 3])
     (folder / "sub" / "notes.darshan").write_text("not a darshan log\n")
@@ -35,17 +38,59 @@ def log_dir(tmp_path_factory):
 def test_every_log_gives_a_row_and_bad_ones_an_error(log_dir):
     result = analyze([log_dir], workers=1)
     assert result.jobs.height == len(LOGS)
-    assert result.jobs.columns == list(JOB_COLUMNS)
+    assert result.jobs.columns == JOBS.names
     assert sorted(os.path.basename(p) for p in result.errors["path"]) == ["notes.darshan", "truncated.darshan"]
     assert all("darshan" in reason for reason in result.errors["reason"])
     assert set(result.jobs["source"]) <= {"dxt", "heatmap", "counters"}
 
 
-def test_parallel_run_gives_the_same_table(log_dir):
-    one = analyze([log_dir], workers=1)
-    two = analyze([log_dir], workers=2)
+@pytest.fixture(scope="module")
+def many_logs(tmp_path_factory, log_dir):
+    """Four copies of every log of ``log_dir``: enough traces for worker processes."""
+    folder = tmp_path_factory.mktemp("many")
+    for copy in range(4):
+        shutil.copytree(log_dir, folder / f"copy{copy}")
+    return folder
+
+
+def test_parallel_run_gives_the_same_table(many_logs):
+    seen = []
+
+    def progress(iterable, total):
+        seen.append(total)
+        for item in iterable:
+            seen.append(item)
+            yield item
+
+    one = analyze([many_logs], workers=1)
+    two = analyze([many_logs], workers=2, progress=progress)
+    assert seen[0] == 4 * (len(LOGS) + 2) >= 48  # the pool's threshold: this batch runs in workers
+    assert len(seen) == 1 + seen[0]  # one item per trace, whatever the chunks
+    assert one.jobs.height == 4 * len(LOGS) and one.errors.height == 8
     assert one.jobs.equals(two.jobs)
     assert one.errors.equals(two.errors)
+
+
+def test_block_traces_give_one_row_per_job(tmp_path):
+    samples = resources.files("iosets.datasets.data")
+    with (
+        resources.as_file(samples / "sample.blkparse.txt") as blk,
+        resources.as_file(samples / "sample.msr.csv") as msr,
+    ):
+        result = analyze([blk, msr, LOGS[0]], workers=1)  # a blkparse .txt is a trace, not a manifest
+        expected = pl.concat(
+            [analyze_ops(read_blocktrace(p)).with_columns(pl.lit(str(p)).alias("path")) for p in (blk, msr)]
+        )
+    assert result.errors.height == 0
+    per_path = {
+        path: (jobs, sources) for path, jobs, sources in result.jobs.group_by("path").agg("job_id", "source").rows()
+    }
+    assert per_path == {
+        LOGS[0]: (["1537455"], ["dxt"]),
+        str(blk): (["8,0", "8,16"], ["ops", "ops"]),
+        str(msr): (["hm_0", "hm_1"], ["ops", "ops"]),
+    }
+    assert result.jobs.filter(pl.col("source") == "ops").equals(expected.sort("path", maintain_order=True))
 
 
 @pytest.mark.slow
@@ -84,3 +129,26 @@ def test_analyze_ops_finds_a_periodic_writer():
     assert row["bytes_written"] == 800 * 1_000_000 and row["bytes_read"] == 0
     assert row["nprocs"] == 4 and row["source"] == "ops"
     assert row["alpha_io"] == pytest.approx(1.0 / 50, abs=0.01)
+
+
+def test_rows_that_break_the_jobs_schema_become_errors(tmp_path):
+    from darshan_writer import posix_record, write_log
+
+    job = {"uid": 1, "jobid": 77, "nprocs": 0, "start": (1700000000, 0), "end": (1700000100, 0)}
+    broken = tmp_path / "no_procs.darshan"
+    write_log(
+        broken,
+        job=job,
+        exe="/bin/app",
+        mounts=[("/", "ext4")],
+        names={1: "/f"},
+        records={"POSIX": [posix_record(1, 0)]},
+    )
+    result = analyze([broken, LOGS[0]], workers=1)
+    assert result.jobs["path"].to_list() == [LOGS[0]]
+    assert result.errors.rows() == [(str(broken), f"{broken} row 0: nprocs: expected >= 1, got 0")]
+
+
+def test_workers_must_be_a_count(log_dir):
+    with pytest.raises(InputError, match="workers must be an integer >= 1, got 0"):
+        analyze([log_dir], workers=0)

@@ -1,4 +1,4 @@
-"""Read a Darshan log into job metadata, an ops table (DXT), a heatmap or counter totals."""
+"""Darshan logs: job metadata, an ops table (DXT), a heatmap or counter totals."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from ..errors import InputError
-from ._ops import OPS_SCHEMA
+from ...errors import InputError
+from ...schemas import OPS
+from ._base import OPS_COLUMNS, Ingester, SkipReport
 
-__all__ = ["DarshanJob", "read_darshan"]
+__all__ = ["INGESTER", "DarshanJob", "read_darshan"]
 
 SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 """Layout of darshan-util's ``segment_info`` struct (32 bytes, trails each DXT file record)."""
@@ -50,7 +51,9 @@ _KNOWN_MODULES = (
     "DFS",
     "DAOS",
 )
-_MAGIC = {
+MAGIC_NR = 6567223
+"""``darshan_header.magic_nr``: the 8 bytes after the 8-byte version string (in the writer's byte order)."""
+_COMPRESSED = {
     b"BZh": "a bzip2-compressed file",
     b"\x1f\x8b": "a gzip-compressed file",
     b"\xfd7zXZ": "an xz-compressed file",
@@ -88,10 +91,8 @@ def _backend():
 @contextlib.contextmanager
 def _captured_stderr(sink: list):
     """Collect what C code writes to file descriptor 2 into ``sink`` (one string)."""
-    try:
+    with contextlib.suppress(Exception):  # pragma: no cover
         sys.stderr.flush()
-    except Exception:  # pragma: no cover
-        pass
     with tempfile.TemporaryFile() as tmp:
         saved = os.dup(2)
         os.dup2(tmp.fileno(), 2)
@@ -205,7 +206,7 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
     head = ffi.sizeof("struct dxt_file_record")
     seg_size = SEGMENT_DTYPE.itemsize
     raw = bytearray()
-    ranks, ids, counts = [], [], []
+    ranks, ids, record_counts = [], [], []
     while log.get(idx, mod, buf):
         rec = ffi.cast("struct dxt_file_record *", buf[0])
         w, r = rec.write_count, rec.read_count
@@ -214,13 +215,13 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
             raw += ffi.buffer(ffi.cast("char *", buf[0]) + head, n * seg_size)
             ranks.append(rec.base_rec.rank)
             ids.append(rec.base_rec.id)
-            counts.append(w)
-            counts.append(r)
+            record_counts.append(w)
+            record_counts.append(r)
         log.release(buf)
     if not raw:
         return None
     seg = np.frombuffer(raw, dtype=SEGMENT_DTYPE)
-    counts = np.asarray(counts, dtype=np.int64)
+    counts = np.asarray(record_counts, dtype=np.int64)
     per_rec = counts[0::2] + counts[1::2]
     is_write = np.repeat(np.tile(np.array([True, False]), len(per_rec)), counts)
     uniq, rec_file = np.unique(np.asarray(ids, dtype=np.uint64), return_inverse=True)
@@ -246,7 +247,7 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
         "start",
         "end",
         "file",
-    ).cast({k: v for k, v in OPS_SCHEMA.items()})
+    ).cast({c: OPS.polars[c] for c in OPS_COLUMNS})
 
 
 def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -344,7 +345,7 @@ def _check_file(path: Path) -> None:
         head = fh.read(8)
     if not head:
         raise InputError(f"{path}: empty file, expected a Darshan log")
-    for magic, what in _MAGIC.items():
+    for magic, what in _COMPRESSED.items():
         if head.startswith(magic):
             raise InputError(f"{path}: {what}, expected a Darshan log (decompress it first)")
 
@@ -428,3 +429,26 @@ def _read_all(b, path: Path) -> DarshanJob:
         return DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
     finally:
         log.lib.darshan_log_close(log.handle)
+
+
+def _read_ops(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
+    """The DXT segments of a log (``job_id`` the job's id); a log without DXT has no request-level trace."""
+    ops = read_darshan(path).ops
+    if ops is None:
+        raise InputError(f"{path}: no DXT module, so no request-level trace (try `iosets analyze`)")
+    return ops
+
+
+def _sniff(head: bytes) -> bool:
+    magic = head[8:16]
+    return len(magic) == 8 and MAGIC_NR in (int.from_bytes(magic, "little"), int.from_bytes(magic, "big"))
+
+
+INGESTER = Ingester(
+    "darshan",
+    "Darshan log with DXT tracing (one request per DXT segment)",
+    _read_ops,
+    class_by=("job",),
+    suffixes=(".darshan",),
+    sniff=_sniff,
+)
