@@ -4,7 +4,7 @@ Two scenarios on ``make_job_history(n_jobs, n_apps=n_jobs // 100, n_users=n_jobs
 seen apps (fit on the first 80 % of jobs by start, estimate the last 20 %) and unseen
 apps (apps split in four folds, each held out once, errors pooled). Errors are
 |log10 estimate - log10 w_iter| over jobs whose w_iter was found; 'set acc' is the
-share of jobs that SET-10 (set = floor(log10 w + 0.5)) puts in the right set;
+share of jobs that SET-10 (``map_sets``) puts in the right set;
 'hit' is the share within half a decade, which the confidence estimates ('conf').
 Rows the estimator leaves at 'none' take the global median, as the baselines do
 for apps they do not know. Ablations show the EWMA without decay and without the
@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 
 from iosets.datasets import make_job_history
+from iosets.recommender import map_sets
 from iosets.recommender._history import WIterEstimator
 
 
@@ -56,7 +57,7 @@ def _pool(runs: list[dict]) -> dict:
 
 def _row(name: str, est: np.ndarray, truth: np.ndarray, conf: np.ndarray | None = None) -> str:
     err = np.abs(est - truth)
-    acc = np.mean(np.floor(est + 0.5) == np.floor(truth + 0.5))
+    acc = np.mean(map_sets(10**est) == map_sets(10**truth))
     hit = np.mean(err < 0.5)
     extra = f"   conf {np.mean(conf):.2f}" if conf is not None else ""
     return f"  {name:24s} {np.median(err):8.3f} {np.mean(err):8.3f} {acc:8.1%} {hit:8.1%}{extra}"

@@ -11,13 +11,17 @@ AGIOS_MAX_WEIGHT = 2**31 - 1
 """AGIOS keeps a queue's weight plus credit in a C ``int`` (seed 000, section 2)."""
 
 
-def wfq_weights(priorities, *, max_request: int = 1 << 20, max_weight: int = AGIOS_MAX_WEIGHT) -> np.ndarray:
+def wfq_weights(
+    priorities, *, max_request: int = 1 << 20, max_weight: int = AGIOS_MAX_WEIGHT, reference=None
+) -> np.ndarray:
     """Integer WFQ weights (bytes per round) proportional to ``priorities``.
 
     The lowest priority gets ``max_request`` bytes per round, so that its queue can
     always send its largest request in one round; the others get ``max_request x
-    priority / lowest priority``, rounded. A weight above ``max_weight`` is capped
-    with a warning: the ratio between those sets is then compressed.
+    priority / lowest priority``, rounded. ``reference`` (a number, or one per
+    priority) replaces the lowest priority, e.g. by the lowest one of the jobs a
+    recommender was fitted on. A weight above ``max_weight`` is capped with a
+    warning: the ratio between those sets is then compressed.
 
     Examples
     --------
@@ -30,10 +34,11 @@ def wfq_weights(priorities, *, max_request: int = 1 << 20, max_weight: int = AGI
         return np.empty(0, np.int64)
     if np.any(~(p > 0)) or not np.all(np.isfinite(p)):
         raise InputError(f"priorities must be finite and > 0, got {p.tolist()!r}")
-    weights = np.rint(max_request * (p / p.min()))
+    lowest = p.min() if reference is None else np.asarray(reference, dtype=np.float64)
+    weights = np.rint(max_request * (p / lowest))
     if np.any(weights > max_weight):
         warnings.warn(
-            f"WFQ weights above {max_weight} (AGIOS int) capped: priorities span {p.max() / p.min():.3g}x, "
+            f"WFQ weights above {max_weight} (AGIOS int) capped: priorities span {p.max() / np.min(lowest):.3g}x, "
             f"more than {max_weight // max_request}x with max_request={max_request}; lower max_request "
             "or use fewer sets to keep the exact ratios",
             stacklevel=2,
@@ -62,6 +67,12 @@ def peak_concurrent(demand, start=None, end=None) -> float:
     return float(demand[always].sum() + (running.max() if running.size else 0.0))
 
 
+def reservation_scale(demand, *, bandwidth: float, start=None, end=None) -> float:
+    """The factor (<= 1) that brings the peak of ``demand`` over jobs running together down to ``bandwidth``."""
+    peak = peak_concurrent(demand, start, end)
+    return bandwidth / peak if peak > bandwidth else 1.0
+
+
 def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=None, end=None) -> np.ndarray:
     """Reservation (bytes/s) per job: ``safety x alpha_io x bandwidth``, scaled to fit.
 
@@ -73,15 +84,19 @@ def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=
     peak exceeds ``bandwidth`` every reservation is scaled down in proportion,
     with a warning. Jobs without an ``alpha_io`` (NaN) get no reservation (0).
     """
-    bandwidth = check_positive(bandwidth, "bandwidth")
-    safety = check_positive(safety, "safety")
-    alpha = np.nan_to_num(np.clip(np.asarray(alpha_io, dtype=np.float64), 0.0, 1.0), nan=0.0)
-    reservation = safety * alpha * bandwidth
-    peak = peak_concurrent(reservation, start, end)
-    if peak > bandwidth:
+    reservation = rbfq_demands(alpha_io, bandwidth=bandwidth, safety=safety)
+    scale = reservation_scale(reservation, bandwidth=bandwidth, start=start, end=end)
+    if scale < 1:
         warnings.warn(
-            f"RBFQ reservations of concurrent jobs sum to {peak / bandwidth:.2f}x the bandwidth; scaled down to fit",
+            f"RBFQ reservations of concurrent jobs sum to {1 / scale:.2f}x the bandwidth; scaled down to fit",
             stacklevel=2,
         )
-        reservation *= bandwidth / peak
-    return reservation
+    return reservation * scale
+
+
+def rbfq_demands(alpha_io, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:
+    """Unscaled reservation per job: ``safety x alpha_io x bandwidth`` (0 without an ``alpha_io``)."""
+    bandwidth = check_positive(bandwidth, "bandwidth")
+    safety = check_positive(safety, "safety")
+    alpha = np.clip(np.asarray(alpha_io, dtype=np.float64), 0.0, 1.0)
+    return safety * np.where(np.isnan(alpha), 0.0, alpha) * bandwidth

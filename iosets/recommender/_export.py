@@ -2,7 +2,8 @@
 
 import inspect
 import os
-from datetime import datetime, timezone
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
@@ -10,22 +11,23 @@ import polars as pl
 from .._io import atomic_path
 from .._validation import check_choice
 from ..errors import InputError
+from ..schemas import RECOMMENDATION
 from ._export_agios import render_agios
 from ._export_cgroup import render_cgroup
 from ._export_slurm import render_json, render_lua
 from ._export_tbf import render_tbf
-from ._recommend import RECOMMENDATION_COLUMNS
+from ._mappings import renamed_policy
 
 EXPORT_FORMATS = ("agios", "tbf", "cgroup", "json", "lua")
 """Export formats: AGIOS WFQ, Lustre NRS TBF, cgroup v2 io.weight, JSON and Lua for Slurm's job_submit.lua."""
 
-_FORMATS = {
+_FORMATS: dict[str, tuple[Callable[..., tuple[str, ...]], tuple[str, ...], int, tuple[str, ...]]] = {
     # format: (renderer, file names, file mode, columns needed besides the recommendation's)
     "agios": (render_agios, ("agios.conf", "wfq.conf"), 0o644, ()),
     "tbf": (render_tbf, ("iosets-tbf.sh",), 0o755, ("job_id",)),
     "cgroup": (render_cgroup, ("iosets-io-weight.sh",), 0o755, ("job_id",)),
-    "json": (render_json, ("iosets.json",), 0o644, ("job_id", "user", "app", "w_iter")),
-    "lua": (render_lua, ("iosets.lua",), 0o644, ("job_id", "user", "app", "w_iter")),
+    "json": (render_json, ("iosets.json",), 0o644, ("job_id", "user", "app", "w_iter", "start")),
+    "lua": (render_lua, ("iosets.lua",), 0o644, ("job_id", "user", "app", "w_iter", "start")),
 }
 
 
@@ -35,7 +37,9 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
     Parameters
     ----------
     recommended : polars.DataFrame
-        Output of :func:`recommend`.
+        Output of :func:`recommend` or :meth:`Recommender.predict` (the columns of
+        :data:`iosets.schemas.RECOMMENDATION`; ``json``/``lua`` also need ``job_id``,
+        ``user``, ``app``, ``w_iter`` and ``start``, which the recommender learns from).
     fmt : str
         One of :data:`EXPORT_FORMATS`:
 
@@ -47,7 +51,10 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
         - ``cgroup``: a script writing each job's cgroup v2 ``io.weight`` (see
           :func:`cgroup_weights`); option ``root`` (the parent of the ``job_<id>`` cgroups).
         - ``json`` / ``lua``: the recommendation keyed by app and (user, app) for
-          Slurm's ``job_submit.lua``; option ``policy`` (the mapping's name, recorded).
+          Slurm's ``job_submit.lua``, as a :class:`Recommender` answers them (see
+          :func:`recommendation_document`); options ``mapping`` (the mapping's name,
+          recorded, and the mapping of the recommender fitted on ``recommended``;
+          ``policy`` is its deprecated name) and ``recommender`` (fitted, or to fit).
     out : path
         A directory (existing, or a name without suffix) gets the default file names
         (``agios.conf`` + ``wfq.conf``, ``iosets-tbf.sh``, ``iosets-io-weight.sh``,
@@ -69,14 +76,16 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
     """
     check_choice(fmt, "export format", EXPORT_FORMATS)
     render, names, mode, columns = _FORMATS[fmt]
-    _check_recommendation(recommended, columns)
+    recommended = _check_recommendation(recommended, fmt, columns)
+    if "policy" in options and fmt in ("json", "lua"):
+        options["mapping"] = renamed_policy(options.pop("mapping", None), options.pop("policy"))
     paths = _paths(Path(out), names)
     if fmt == "agios":
         options.setdefault("wfq_path", str(paths[1].absolute()))
     _check_options(fmt, render, options)
-    generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     texts = render(recommended, generated=generated, **options)
-    for path, text in zip(paths, texts):
+    for path, text in zip(paths, texts, strict=True):
         with atomic_path(path) as tmp:
             tmp.write_text(text, encoding="utf-8")
             tmp.chmod(mode)
@@ -89,16 +98,21 @@ def _paths(out: Path, names: tuple[str, ...]) -> list[Path]:
     return [out, *(out.parent / name for name in names[1:])]
 
 
-def _check_recommendation(recommended: pl.DataFrame, columns: tuple[str, ...]) -> None:
+def _check_recommendation(recommended: pl.DataFrame, fmt: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    """``recommended`` typed by :data:`iosets.schemas.RECOMMENDATION`, with the columns ``fmt`` needs."""
     if not isinstance(recommended, pl.DataFrame):
         raise InputError(f"expected a recommendation (polars DataFrame), got {type(recommended).__name__}")
-    missing = [name for name in (*RECOMMENDATION_COLUMNS, *columns) if name not in recommended.columns]
+    missing = [name for name in RECOMMENDATION.names if name not in recommended.columns]
     if missing:
         raise InputError(f"not a recommendation: missing column(s) {', '.join(missing)} (run recommend first)")
+    missing = [name for name in columns if name not in recommended.columns]
+    if missing:
+        raise InputError(f"recommendation: missing column(s) {', '.join(missing)}; the {fmt} export needs them")
     if "job_id" in columns:
         repeated = recommended.filter(pl.col("job_id").is_duplicated())["job_id"].unique(maintain_order=True)
         if repeated.len():
             raise InputError(f"job_id must be unique; repeated: {', '.join(map(str, repeated[:5]))}")
+    return RECOMMENDATION.validate(recommended, source="recommendation", fill_optional=False)
 
 
 def _check_options(fmt: str, render, options: dict) -> None:

@@ -65,7 +65,7 @@ def render_cgroup(recommended: pl.DataFrame, *, generated: str, root: str = SLUR
         f'CGROUP_ROOT="${{CGROUP_ROOT:-{root}}}"',
         'weight() { [ -d "$CGROUP_ROOT/job_$1" ] || return 0; echo "default $2" > "$CGROUP_ROOT/job_$1/io.weight"; }',
     ]
-    lines += [f"weight {shlex.quote(job)} {w}" for job, w in zip(job_ids.to_list(), weights.tolist())]
+    lines += [f"weight {shlex.quote(job)} {w}" for job, w in zip(job_ids.to_list(), weights.tolist(), strict=True)]
     return ("\n".join(lines) + "\n",)
 
 

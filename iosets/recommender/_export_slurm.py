@@ -2,12 +2,14 @@
 
 import json
 import math
+import warnings
 
 import polars as pl
 
-from .. import __version__
+from .._version import __version__
 from ..errors import InputError
-from ._recommend import set_summary
+from ._recommend import evidence, set_summary
+from ._recommender import Recommender
 
 DOCUMENT_VERSION = 1
 """Version of the JSON/Lua document layout; raised when a field changes meaning."""
@@ -27,59 +29,91 @@ _JOB_FIELDS = (
 _LUA_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
-def recommendation_document(recommended: pl.DataFrame, *, generated: str, policy: str | None = None) -> dict:
+def recommendation_document(
+    recommended: pl.DataFrame, *, generated: str, mapping: str | None = None, recommender: Recommender | None = None
+) -> dict:
     """The recommendation as plain data, keyed for look-ups at submit time.
 
-    ``apps[app]`` and ``users[user][app]`` hold the set a new job of that app (and user)
-    should get: the most common set among the matching jobs that were mapped with
-    confidence (ties go to the lower priority), or the conservative set when none was.
-    ``default`` is the conservative set, for apps never seen. ``jobs`` is keyed by job id.
+    ``users[user][app]`` holds what ``recommender.predict_one(app=app, user=user)``
+    answers (set, priority, conservative) for every (user, app) of ``recommended``;
+    ``apps[app]`` what it answers for a user the history has not seen running that app;
+    ``default`` is the conservative set, for apps never seen. ``n_jobs`` counts the
+    matching jobs of ``recommended``, and ``jobs`` is keyed by job id.
+
+    Parameters
+    ----------
+    recommended : polars.DataFrame
+        Output of :func:`recommend` or :meth:`Recommender.predict` (with ``app``, ``user``
+        and ``start``).
+    mapping : str, default=None
+        The mapping's name, recorded as ``policy`` (the field's version-1 name); also the
+        mapping of the recommender fitted on ``recommended`` when none is given.
+    recommender : Recommender, default=None
+        Fitted: its answers are exported; not fitted: fitted on ``recommended``. Either
+        way it must give ``recommended``'s jobs their sets; by default
+        ``Recommender(mapping=mapping or "set-10")``.
     """
+    fitted = _recommender_for(recommended, mapping, recommender)
     summary = set_summary(recommended)
+    conservative = fitted.mapping_.conservative_set
     return {
         "version": DOCUMENT_VERSION,
         "generated": generated,
         "iosets_version": __version__,
-        "policy": policy,
-        "default": _default_entry(recommended, summary),
+        "policy": mapping if mapping is not None or recommender is None else recommender.mapping,
+        "default": {
+            "set": conservative,
+            "priority": float(fitted.mapping_.priorities([conservative])[0]),
+            "conservative": True,
+        },
         "sets": [_plain_row(row) for row in summary.iter_rows(named=True)],
-        "apps": _lookup(recommended, ["app"]),
-        "users": _lookup(recommended, ["user", "app"]),
+        "apps": _lookup(recommended, fitted, ["app"]),
+        "users": _lookup(recommended, fitted, ["user", "app"]),
         "jobs": _jobs(recommended),
     }
 
 
+def _recommender_for(recommended: pl.DataFrame, mapping: str | None, recommender: Recommender | None) -> Recommender:
+    """The fitted recommender whose answers the document holds, checked against ``recommended``'s sets."""
+    if recommender is None:
+        recommender = Recommender(mapping=mapping or "set-10")
+    elif mapping is not None and mapping != recommender.mapping:
+        raise InputError(f"mapping {mapping!r} differs from the recommender's {recommender.mapping!r}")
+    if not hasattr(recommender, "mapping_"):
+        with warnings.catch_warnings():  # its weights are not exported: the document's come from `recommended`
+            warnings.simplefilter("ignore", UserWarning)
+            recommender = Recommender(**recommender.get_params()).fit(recommended)
+    sets, conservative = recommender.mapping_.classify(*evidence(recommended))
+    differs = (sets != recommended["set"].to_numpy()) | (conservative != recommended["conservative"].to_numpy())
+    if differs.any():
+        row = int(differs.argmax())
+        raise InputError(
+            f"recommendation: job {recommended['job_id'][row]!r} is in set {recommended['set'][row]}, but mapping "
+            f"{recommender.mapping!r} as fitted puts it in set {sets[row]}: export with the mapping (or the "
+            "recommender) that made the recommendation"
+        )
+    return recommender
+
+
 def _jobs(recommended: pl.DataFrame) -> dict:
     rows = recommended.select(pl.col("job_id").cast(pl.String), *_JOB_FIELDS).iter_rows()
-    return {row[0]: _plain_row(dict(zip(_JOB_FIELDS, row[1:]))) for row in rows}
+    return {row[0]: _plain_row(dict(zip(_JOB_FIELDS, row[1:], strict=True))) for row in rows}
 
 
-def _default_entry(recommended: pl.DataFrame, summary: pl.DataFrame) -> dict:
-    """The conservative jobs' set, or the lowest-priority set when every job was mapped with confidence."""
-    flagged = recommended.filter(pl.col("conservative"))
-    row = flagged if flagged.height else summary.sort("priority", "set", descending=[False, True])
-    return {"set": int(row["set"][0]), "priority": float(row["priority"][0]), "conservative": True}
-
-
-def _lookup(recommended: pl.DataFrame, keys: list[str]) -> dict:
+def _lookup(recommended: pl.DataFrame, recommender: Recommender, keys: list[str]) -> dict:
     """Nested dict keys -> {set, priority, n_jobs, conservative} (see :func:`recommendation_document`)."""
-    jobs = recommended.drop_nulls(keys).with_columns(pl.col(keys).cast(pl.String))
-    counts = jobs.group_by(*keys, "set", "priority").agg(
-        pl.len().alias("n"), (~pl.col("conservative")).sum().alias("n_confident")
-    )
-    best = counts.sort(["n_confident", "n", "priority", "set"], descending=[True, True, False, True])
-    best = best.group_by(keys, maintain_order=True).first()
-    totals = jobs.group_by(keys).agg(pl.len().alias("n_jobs"))
+    counts = recommended.drop_nulls(keys).group_by(pl.col(keys).cast(pl.String)).agg(pl.len().alias("n_jobs"))
     table: dict = {}
-    for row in best.join(totals, on=keys).sort(keys).iter_rows(named=True):
+    for row in counts.sort(keys).iter_rows(named=True):
+        answer = recommender._answer(row["app"], row.get("user"))
         node = table
         for key in keys[:-1]:
             node = node.setdefault(row[key], {})
         node[row[keys[-1]]] = {
-            "set": row["set"],
-            "priority": row["priority"],
+            "set": answer["set"],
+            "priority": answer["priority"],
             "n_jobs": row["n_jobs"],
-            "conservative": row["n_confident"] == 0,
+            "conservative": answer["conservative"],
         }
     return table
 
@@ -89,15 +123,19 @@ def _plain_row(row: dict) -> dict:
     return {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
 
 
-def render_json(recommended: pl.DataFrame, *, generated: str, policy: str | None = None) -> tuple[str]:
+def render_json(
+    recommended: pl.DataFrame, *, generated: str, mapping: str | None = None, recommender: Recommender | None = None
+) -> tuple[str]:
     """The document of :func:`recommendation_document` as JSON."""
-    document = recommendation_document(recommended, generated=generated, policy=policy)
+    document = recommendation_document(recommended, generated=generated, mapping=mapping, recommender=recommender)
     return (json.dumps(document, indent=1, allow_nan=False) + "\n",)
 
 
-def render_lua(recommended: pl.DataFrame, *, generated: str, policy: str | None = None) -> tuple[str]:
+def render_lua(
+    recommended: pl.DataFrame, *, generated: str, mapping: str | None = None, recommender: Recommender | None = None
+) -> tuple[str]:
     """The same document as a Lua chunk ``return {...}`` for ``dofile`` (null fields are left out)."""
-    document = recommendation_document(recommended, generated=generated, policy=policy)
+    document = recommendation_document(recommended, generated=generated, mapping=mapping, recommender=recommender)
     header = [
         f"-- IO-SETS recommendation for Slurm's job_submit.lua, generated by iosets {__version__} on {generated}.",
         "-- Load it with dofile(path): apps[name], users[uid][name] and default give a new job's set.",

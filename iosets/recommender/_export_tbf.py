@@ -168,7 +168,8 @@ def _rule_name(set_id: int, k: int) -> str:
 def _chunks(job_ids: list[str], rate: int) -> list[list[str]]:
     """Split a set's job ids so that each ``start`` command fits Lustre's 4096-byte buffer."""
     budget = _MAX_COMMAND - len(f"start {_RULE_PREFIX}sm999_999 jobid={{}} rate={rate}")
-    chunks, size = [[]], 0
+    chunks: list[list[str]] = [[]]
+    size = 0
     for job in job_ids:
         if chunks[-1] and size + len(job) + 1 > budget:
             chunks.append([])

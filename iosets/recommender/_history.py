@@ -15,16 +15,22 @@ lies within half a decade of the estimate, i.e. that SET-10 puts it in the
 set of the estimate when the estimate sits mid-set.
 """
 
+import math
+import re
+from typing import Any
+
 import numpy as np
 import polars as pl
-from scipy.special import erf
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
+from ._params import Params
+from ._trees import FlatTrees
 
 HISTORY_COLUMNS = ("app", "user", "start", "w_iter")
 QUERY_COLUMNS = ("app", "user")
+QUERY_FIELDS = ("app", "user", "nprocs", "requested_time")
 SOURCES = ("history", "model", "none")
 HALF_SET = 0.5  # decades: half a SET-10 set
 PRIOR_SD = 0.5  # decades: spread assumed before any dispersion is seen
@@ -33,8 +39,15 @@ MIN_MODEL_APPS = 5  # distinct apps needed to fit and cross-validate the model
 MIN_LEVEL_APPS = 5  # apps a context level needs for its own held-out hit rate
 
 
+LN10 = math.log(10.0)
+"""Polars computes log10(x) as ln(x) / ln(10): one job's features do the same, to the bit (math.log10 differs)."""
+_TOKEN = "[a-z]+"  # an app's code name: its first run of letters, lower case
+
+
 def _hit_probability(sd):
     """P(|N(0, sd)| < HALF_SET), 1 where sd is 0."""
+    from scipy.special import erf  # imported on use (at fit): math.erf differs in the last bit for 1 value in 6
+
     sd = np.asarray(sd, dtype=np.float64)
     with np.errstate(divide="ignore"):
         return erf(HALF_SET / (np.sqrt(2.0) * sd))
@@ -42,7 +55,37 @@ def _hit_probability(sd):
 
 def _token(app: pl.Expr) -> pl.Expr:
     """The code name of an app: its first run of letters, lower case (``'LAMMPS_v2'`` -> ``'lammps'``)."""
-    return app.str.to_lowercase().str.extract(r"([a-z]+)", 1)
+    return app.str.to_lowercase().str.extract(f"({_TOKEN})", 1)
+
+
+def _token_of(app: str) -> str | None:
+    """:func:`_token` of one app name."""
+    found = re.search(_TOKEN, app.lower())
+    return found.group(0) if found else None
+
+
+def query_fields(fields: dict) -> dict[str, Any]:
+    """One job's submit-time fields, checked: ``app`` and ``user`` as text, ``nprocs`` and ``requested_time`` > 0.
+
+    Numbers may come as text (``nprocs='64'``); empty or None ones are left out.
+    """
+    unknown = [k for k in fields if k not in QUERY_FIELDS]
+    if unknown:
+        raise InputError(f"unknown field(s) {', '.join(unknown)}; expected {', '.join(QUERY_FIELDS)}")
+    missing = [k for k in QUERY_COLUMNS if fields.get(k) in (None, "")]
+    if missing:
+        raise InputError(f"missing field(s) {', '.join(missing)}: expected app=...,user=...")
+    query: dict[str, Any] = {"app": str(fields["app"]), "user": str(fields["user"])}
+    for key in ("nprocs", "requested_time"):
+        if fields.get(key) not in (None, ""):
+            try:
+                value = float(fields[key])
+            except (TypeError, ValueError):
+                raise InputError(f"{key}: expected a number, got {fields[key]!r}") from None
+            if not value > 0:
+                raise InputError(f"{key}: expected a number > 0, got {fields[key]!r}")
+            query[key] = value
+    return query
 
 
 def _ewma(jobs: pl.DataFrame, keys: list[str], halflife: float) -> pl.DataFrame:
@@ -85,7 +128,7 @@ def _leave_one_out(rows: pl.DataFrame, units: pl.DataFrame, by: str, unit: list[
     return out.with_columns(mean.alias(name)).drop("_s", "_n", "_own")
 
 
-def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Expr:
+def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Series:
     """log10 of a positive numeric column (null stays null); InputError names the first bad row."""
     values = frame[column].cast(pl.Float64, strict=False)
     if values.null_count() > frame[column].null_count():
@@ -97,7 +140,7 @@ def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Expr:
     return pl.Series(column, values).log10()
 
 
-class WIterEstimator:
+class WIterEstimator(Params):
     """Estimate w_iter of jobs before they run, from the site's job history.
 
     Parameters
@@ -213,6 +256,7 @@ class WIterEstimator:
         self.pair_stats_ = _ewma(usable, ["app", "user"], float(self.halflife))
         self.app_stats_ = _ewma(usable, ["app"], float(self.halflife))
         self._fit_model(usable)
+        self._fit_one()
         return self
 
     def _context(self, rows: pl.DataFrame) -> pl.DataFrame:
@@ -247,7 +291,9 @@ class WIterEstimator:
             )
             if used
         ]
-        self.model_, self.model_confidence_, self.model_error_ = None, {}, None
+        self.model_: Any = None  # a HistGradientBoostingRegressor (scikit-learn is imported on use)
+        self.model_confidence_: dict[int, float] = {}
+        self.model_error_: float | None = None
         apps = usable["app"].to_numpy()
         n_apps = len(np.unique(apps))
         if not self.use_model or n_apps < MIN_MODEL_APPS:
@@ -295,6 +341,61 @@ class WIterEstimator:
         cols = self.model_features_
         return (~np.isnan(X[:, cols.index("user_w")])).astype(int) + 2 * (~np.isnan(X[:, cols.index("token_w")]))
 
+    def _fit_one(self) -> None:
+        """Plain dicts for :meth:`estimate_one`, filled by the table path so that both give the same numbers.
+
+        A query's model features other than nprocs and requested_time depend only on the
+        user (and on the app, when the history has the pair) and on the code name (and
+        on the app, when the history has it); they are computed here for every such key.
+        """
+        # a null app or user never matches in the table path's joins: left out here too
+        self._pairs = {(a, u): (n, m, c) for a, u, n, m, c in self.pair_stats_.drop_nulls(["app", "user"]).iter_rows()}
+        self._apps = {a: (m, c) for a, _, m, c in self.app_stats_.drop_nulls("app").iter_rows()}
+        self._trees: FlatTrees | None = None
+        # keys as the look-ups give them: an unknown user or code name is None (and finds nothing)
+        self._pair_context: dict[tuple[str, str | None], tuple[float | None, float | None]] = {}
+        self._user_context: dict[str | None, tuple[float | None, float | None]] = {}
+        self._app_token_w: dict[str, float | None] = {}
+        self._token_w: dict[str | None, float | None] = {}
+        if self.model_ is None:
+            return
+        self._trees = FlatTrees(self.model_)
+        no_text = pl.lit(None, pl.String)
+        pairs = self.pair_stats_.select("app", "user")
+        if self.has_bytes_:
+            pairs = pl.concat([pairs, self.user_bytes_.select("app", "user")])
+        pairs = pairs.drop_nulls().unique(maintain_order=True)
+        users = pairs.select(app=no_text, user="user").unique(maintain_order=True)
+        by_user = self._context(_context_rows(pl.concat([pairs, users]).with_columns(token=no_text)))
+        if not self.has_bytes_:
+            by_user = by_user.with_columns(user_bytes=pl.lit(None, pl.Float64))
+        context = {(a, u): (w, b) for a, u, w, b in by_user.select("app", "user", "user_w", "user_bytes").iter_rows()}
+        self._pair_context = {(a, u): wb for (a, u), wb in context.items() if a is not None}
+        self._user_context = {u: wb for (a, u), wb in context.items() if a is None}
+        apps = self.app_stats_.drop_nulls("app").select("app", user=no_text, token=_token(pl.col("app")))
+        tokens = apps.select(app=no_text, user=no_text, token="token").drop_nulls("token").unique(maintain_order=True)
+        by_token = self._context(_context_rows(pl.concat([apps, tokens])))
+        token_w = list(by_token.select("app", "token", "token_w").iter_rows())
+        self._app_token_w = {a: w for a, _, w in token_w if a is not None}
+        self._token_w = {t: w for a, t, w in token_w if a is None}
+
+    def _decide(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c):
+        """``(w_iter, confidence, source)`` arrays from the history's and the model's estimates of query rows.
+
+        The (app, user) pair's EWMA if it has ``min_jobs`` jobs, else the app's; if that
+        is missing or less confident than ``min_confidence``, the model's; else none.
+        """
+        use_pair = np.asarray(n_pair) >= self.min_jobs
+        hist_m = np.asarray(np.where(use_pair, m_pair, m_app), dtype=np.float64)
+        hist_c = np.asarray(np.where(use_pair, c_pair, c_app), dtype=np.float64)
+        threshold = float(self.min_confidence)
+        by_history = ~np.isnan(hist_m) & (hist_c >= threshold)  # a NaN confidence is no history
+        by_model = ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
+        log_w = np.where(by_history, hist_m, np.where(by_model, model_m, np.nan))
+        confidence = np.where(by_history, hist_c, np.where(by_model, model_c, 0.0))
+        source = np.where(by_history, "history", np.where(by_model, "model", "none"))
+        return 10.0**log_w, confidence, source
+
     def estimate(self, jobs: pl.DataFrame) -> pl.DataFrame:
         """Estimate w_iter of query jobs.
 
@@ -310,8 +411,7 @@ class WIterEstimator:
             estimate), ``w_iter_confidence`` (0..1, 0 if none) and
             ``estimate_source`` ('history', 'model' or 'none').
         """
-        if not hasattr(self, "app_stats_"):
-            raise InputError("WIterEstimator is not fitted: call fit(history) first")
+        self._check_fitted()
         if not isinstance(jobs, pl.DataFrame):
             raise InputError(f"jobs must be a polars DataFrame, got {type(jobs).__name__}")
         missing = [c for c in QUERY_COLUMNS if c not in jobs.columns]
@@ -326,10 +426,9 @@ class WIterEstimator:
         pair = self.pair_stats_.rename({"n": "n_pair", "m": "m_pair", "conf": "c_pair"})
         app = self.app_stats_.rename({"n": "n_app", "m": "m_app", "conf": "c_app"})
         found = rows.join(pair, on=["app", "user"], how="left").join(app, on="app", how="left").sort("_row")
-        use_pair = (found["n_pair"].fill_null(0) >= self.min_jobs).to_numpy()
-        hist_m = np.where(use_pair, found["m_pair"].to_numpy(), found["m_app"].cast(pl.Float64).to_numpy())
-        hist_c = np.where(use_pair, found["c_pair"].to_numpy(), found["c_app"].cast(pl.Float64).to_numpy())
-        hist_m, hist_c = np.asarray(hist_m, dtype=np.float64), np.nan_to_num(np.asarray(hist_c, dtype=np.float64))
+        m_pair, c_pair, m_app, c_app = (
+            found[name].cast(pl.Float64).to_numpy() for name in ("m_pair", "c_pair", "m_app", "c_app")
+        )
 
         model_m = np.full(rows.height, np.nan)
         model_c = np.zeros(rows.height)
@@ -341,37 +440,60 @@ class WIterEstimator:
                     model_m[known] = self.model_.predict(X[known])
                 model_c[known] = [self.model_confidence_[lv] for lv in self._level(X[known])]
 
-        threshold = float(self.min_confidence)
-        by_history = ~np.isnan(hist_m) & (hist_c >= threshold)
-        by_model = ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
-        log_w = np.where(by_history, hist_m, np.where(by_model, model_m, np.nan))
-        source = np.where(by_history, "history", np.where(by_model, "model", "none"))
+        n_pair = found["n_pair"].fill_null(0).to_numpy()
+        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c)
         return pl.DataFrame(
-            {
-                "w_iter": 10.0**log_w,
-                "w_iter_confidence": np.where(by_history, hist_c, np.where(by_model, model_c, 0.0)),
-                "estimate_source": source.astype(str),
-            },
+            {"w_iter": w, "w_iter_confidence": confidence, "estimate_source": source.astype(str)},
             schema={"w_iter": pl.Float64, "w_iter_confidence": pl.Float64, "estimate_source": pl.String},
         ).with_columns(pl.col("w_iter").fill_nan(None))
 
     def estimate_one(self, **fields) -> dict:
         """Estimate one job from ``app=``, ``user=`` and optional ``nprocs=``, ``requested_time=`` (str or number).
 
+        The same numbers as :meth:`estimate` on a one-row table, in tens of microseconds
+        (dictionary look-ups, and the model's trees walked with numpy).
+
         Returns ``{'w_iter': float or None, 'w_iter_confidence': float, 'estimate_source': str}``.
         """
-        allowed = ("app", "user", "nprocs", "requested_time")
-        unknown = [k for k in fields if k not in allowed]
-        if unknown:
-            raise InputError(f"unknown field(s) {', '.join(unknown)}; expected {', '.join(allowed)}")
-        missing = [k for k in QUERY_COLUMNS if fields.get(k) in (None, "")]
-        if missing:
-            raise InputError(f"missing field(s) {', '.join(missing)}: expected app=...,user=...")
-        row = {"app": [str(fields["app"])], "user": [str(fields["user"])]}
-        for key in ("nprocs", "requested_time"):
-            if fields.get(key) not in (None, ""):
-                try:
-                    row[key] = [float(fields[key])]
-                except (TypeError, ValueError):
-                    raise InputError(f"{key}: expected a number, got {fields[key]!r}") from None
-        return self.estimate(pl.DataFrame(row)).row(0, named=True)
+        self._check_fitted()
+        query = query_fields(fields)
+        return self._estimate_query(query["app"], query["user"], query.get("nprocs"), query.get("requested_time"))
+
+    def _estimate_query(self, app: str, user: str | None, nprocs: float | None, requested_time: float | None) -> dict:
+        """:meth:`estimate_one` of checked fields; ``user`` None stands for a user the history does not know."""
+        n_pair, m_pair, c_pair = self._pairs.get((app, user), (0, np.nan, np.nan))
+        m_app, c_app = self._apps.get(app, (np.nan, np.nan))
+        model_m, model_c = np.nan, 0.0
+        if self._trees is not None:
+            x = self._query_features(app, user, nprocs, requested_time)
+            if not np.isnan(x).all():
+                model_m = self._trees.predict_one(x)
+                model_c = self.model_confidence_[int(self._level(x[None, :])[0])]
+        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c)
+        return {
+            "w_iter": None if np.isnan(w) else float(w),
+            "w_iter_confidence": float(confidence),
+            "estimate_source": str(source),
+        }
+
+    def _query_features(self, app: str, user: str | None, nprocs: float | None, requested: float | None) -> np.ndarray:
+        """The model's feature row of one query, from the keys :meth:`_fit_one` filled."""
+        user_w, user_bytes = self._pair_context.get((app, user)) or self._user_context.get(user) or (None, None)
+        token_w = self._app_token_w[app] if app in self._app_token_w else self._token_w.get(_token_of(app))
+        values = {
+            "log_nprocs": None if nprocs is None else math.log(nprocs) / LN10,
+            "log_requested": None if requested is None else math.log(requested) / LN10,
+            "user_w": user_w,
+            "user_bytes": user_bytes,
+            "token_w": token_w,
+        }
+        return np.array([np.nan if values[name] is None else values[name] for name in self.model_features_])
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "app_stats_"):
+            raise InputError("WIterEstimator is not fitted: call fit(history) first")
+
+
+def _context_rows(keys: pl.DataFrame) -> pl.DataFrame:
+    """``keys`` (app, user, token; null where unknown) as rows for :meth:`WIterEstimator._context`."""
+    return keys.select("app", "user", "token").with_row_index("_row")

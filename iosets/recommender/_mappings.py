@@ -1,9 +1,22 @@
-"""Set mappings: SET-b (seed 004, section IV-C) and a data-driven Gaussian-mixture mapping."""
+"""Set mappings: SET-b (seed 004, section IV-C), a Gaussian-mixture mapping, and the rule a fit learns."""
+
+import re
+import warnings
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
-from .._validation import check_count, check_positive
+from .._validation import check_positive
 from ..errors import InputError
+from ._clusters import fit_clusters
+
+MAPPINGS = ("set-10", "set-b", "gmm")
+"""Set mappings: SET-10, SET-b (``base=`` or ``set-<b>``, e.g. ``set-2``), Gaussian mixture over log w_iter."""
+
+_SET_B = re.compile(r"set-(\d+(?:\.\d+)?)")
+_Name = TypeVar("_Name", str, None)
 
 
 def _check_w_iter(w_iter) -> np.ndarray:
@@ -25,6 +38,9 @@ def _check_base(base: float) -> float:
 def map_sets(w_iter, *, base: float = 10.0) -> np.ndarray:
     """SET-b mapping: the set of a job is round(log_b w_iter), halves rounded up.
 
+    This is the one place that computes a SET-b set; the recommender and the replay's
+    SET-10 policies all call it.
+
     Examples
     --------
     >>> map_sets([3.16, 4, 31, 32, 316, 317]).tolist()
@@ -44,9 +60,7 @@ def set_priorities(sets, *, base: float = 10.0) -> np.ndarray:
 def cluster_sets(w_iter, *, max_sets: int = 8, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Sets from a Gaussian mixture of log10 w_iter whose number of components minimises BIC.
 
-    Sets are numbered 0, 1, ... by increasing mean w_iter; the priority of a set is
-    10 ** -(its mean log10 w_iter), so that a cluster centred on a power of ten gets
-    SET-10's priority. Returns ``(sets, priority_of_set)``.
+    Returns ``(sets, priority_of_set)`` (see :func:`fit_clusters`).
 
     Examples
     --------
@@ -54,22 +68,107 @@ def cluster_sets(w_iter, *, max_sets: int = 8, random_state: int = 0) -> tuple[n
     >>> sets.tolist(), prio.round(3).tolist()
     ([0, 0, 0, 1, 1, 1], [0.975, 0.001])
     """
-    from sklearn.mixture import GaussianMixture
+    log_w = np.log10(_check_w_iter(w_iter))
+    cuts, labels, priority_of = fit_clusters(log_w, max_sets=max_sets, random_state=random_state)
+    return labels[np.searchsorted(cuts, log_w)], priority_of
 
-    max_sets = check_count(max_sets, "max_sets", minimum=1)
-    x = np.log10(_check_w_iter(w_iter)).reshape(-1, 1)
-    if x.shape[0] == 0:
-        return np.empty(0, np.int64), np.empty(0)
-    n_max = min(max_sets, np.unique(x).size)
-    best, best_bic = None, np.inf
-    for k in range(1, n_max + 1):
-        model = GaussianMixture(n_components=k, random_state=random_state, reg_covar=1e-4).fit(x)
-        bic = model.bic(x)
-        if bic < best_bic:
-            best, best_bic = model, bic
-    labels = best.predict(x)
-    used = np.unique(labels)
-    means = best.means_[used, 0]
-    rank = np.empty(best.n_components, np.int64)
-    rank[used[np.argsort(means)]] = np.arange(used.size)
-    return rank[labels], np.power(10.0, -np.sort(means))
+
+def mapping_base(mapping: str, base: float) -> float | None:
+    """The base of a SET-b mapping name (``set-10``, ``set-b`` with ``base``, ``set-2``...), None for ``gmm``."""
+    if mapping == "gmm":
+        return None
+    if mapping == "set-b":
+        return _check_base(base)
+    match = _SET_B.fullmatch(mapping) if isinstance(mapping, str) else None
+    if match is None:
+        raise InputError(f"unknown mapping {mapping!r}; expected one of {', '.join(MAPPINGS)} or set-<base>")
+    return _check_base(float(match.group(1)))
+
+
+def renamed_policy(mapping: _Name, policy: str | None) -> _Name | str:
+    """``mapping``, or the mapping passed under its former keyword ``policy=`` (deprecated; the replay's word)."""
+    if policy is None:
+        return mapping
+    warnings.warn("the recommender's policy= is now mapping=", DeprecationWarning, stacklevel=3)
+    if mapping not in (None, "set-10", policy):
+        raise InputError(f"give the mapping once: mapping={mapping!r} and policy={policy!r}")
+    return policy
+
+
+@dataclass(frozen=True, eq=False)
+class SetMapping:
+    """The rule a recommender learns: a job's set and priority from its w_iter and its confidence.
+
+    A job whose w_iter is missing, or found with a confidence below ``min_confidence``,
+    goes to ``conservative_set``. Others: SET-b (``base``) puts w_iter in set
+    round(log_b w_iter) with priority b ** -set; ``gmm`` (``base`` None) puts it in
+    set ``labels[searchsorted(cuts, log10 w_iter)]`` with priority ``priority_of[set]``.
+    ``lowest_priority`` is the lowest priority of the jobs it was fitted on: the
+    reference of the WFQ and RBFQ weights (None if there were none).
+    """
+
+    name: str
+    base: float | None
+    cuts: np.ndarray
+    labels: np.ndarray
+    priority_of: np.ndarray
+    conservative_set: int
+    min_confidence: float
+    lowest_priority: float | None = None
+
+    def priorities(self, sets: npt.ArrayLike) -> np.ndarray:
+        """Priority of each set."""
+        return self.priority_of[np.asarray(sets)] if self.base is None else set_priorities(sets, base=self.base)
+
+    def classify(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+        """``(sets, conservative)`` of jobs; ``w_iter`` NaN where unknown."""
+        w = np.asarray(w_iter, dtype=np.float64)
+        ok = (w > 0) & (np.asarray(confidence, dtype=np.float64) >= self.min_confidence)
+        sets = np.full(w.shape, self.conservative_set, np.int64)
+        if self.base is None:
+            sets[ok] = self.labels[np.searchsorted(self.cuts, np.log10(w[ok]))]
+        else:
+            sets[ok] = map_sets(w[ok], base=self.base)
+        return sets, ~ok
+
+    def assign(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(sets, priorities, conservative)`` of jobs; ``w_iter`` NaN where unknown."""
+        sets, conservative = self.classify(w_iter, confidence)
+        return sets, self.priorities(sets), conservative
+
+
+def fit_mapping(
+    w_iter: np.ndarray,
+    confidence: np.ndarray,
+    *,
+    mapping: str = "set-10",
+    base: float = 10.0,
+    min_confidence: float = 0.5,
+    conservative_set: int | None = None,
+    max_sets: int = 8,
+    random_state: int = 0,
+) -> SetMapping:
+    """Learn the :class:`SetMapping` of jobs (``w_iter`` NaN where unknown) under ``mapping``.
+
+    The conservative set defaults to one set below the lowest-priority set of the
+    confidently mapped jobs (seed 004 section VII-B), so that unknown jobs never slow
+    down known ones; ``gmm`` adds a set a decade below its clusters for it.
+    """
+    set_base = mapping_base(mapping, base)
+    w = np.asarray(w_iter, dtype=np.float64)
+    ok = (w > 0) & (np.asarray(confidence, dtype=np.float64) >= min_confidence)
+    cuts, labels, priority_of = np.empty(0), np.empty(0, np.int64), np.empty(0)
+    if set_base is None:
+        log_w = np.log10(w[ok])
+        cuts, labels, priority_of = fit_clusters(log_w, max_sets=max_sets, random_state=random_state)
+        priority_of = np.append(priority_of, priority_of[-1] / 10 if priority_of.size else 1.0)
+        known = labels[np.searchsorted(cuts, log_w)]
+    else:
+        known = map_sets(w[ok], base=set_base)
+    if conservative_set is None:
+        conservative_set = int(known.max()) + 1 if known.size else 0
+    elif set_base is None and not 0 <= conservative_set < priority_of.size:
+        raise InputError(f"conservative_set {conservative_set} must lie in 0..{priority_of.size - 1} (gmm sets)")
+    rule = SetMapping(mapping, set_base, cuts, labels, priority_of, int(conservative_set), float(min_confidence))
+    priorities = rule.assign(w, confidence)[1]
+    return replace(rule, lowest_priority=float(priorities.min()) if priorities.size else None)

@@ -1,61 +1,82 @@
 """`recommend`: a jobs table in, the same table with sets, priorities and enforcement parameters out."""
 
-import re
-
 import numpy as np
 import polars as pl
 
 from .._validation import check_positive
 from ..errors import InputError
+from ..schemas import JOBS, RECOMMENDATION, SET_SUMMARY
 from ._enforcement import rbfq_reservations, wfq_weights
-from ._mappings import cluster_sets, map_sets, set_priorities
-
-MAPPINGS = ("set-10", "set-b", "gmm")
-"""Set mappings: SET-10, SET-b (``base=`` or ``set-<b>``, e.g. ``set-2``), Gaussian mixture over log w_iter."""
-
-RECOMMENDATION_COLUMNS = {
-    "set": pl.Int64,
-    "priority": pl.Float64,
-    "conservative": pl.Boolean,
-    "wfq_weight": pl.Int64,
-    "rbfq_reservation": pl.Float64,
-    "rbfq_weight": pl.Float64,
-    "rbfq_limit": pl.Float64,
-}
-"""Columns that :func:`recommend` adds to (or replaces in) the jobs table."""
-
-_SET_B = re.compile(r"set-(\d+(?:\.\d+)?)")
+from ._mappings import SetMapping, fit_mapping, renamed_policy
 
 
-def mapping_base(policy: str, base: float) -> float | None:
-    """The base of a SET-b mapping name (``set-10``, ``set-b`` with ``base``, ``set-2``...), None for ``gmm``."""
-    if policy == "gmm":
-        return None
-    if policy == "set-b":
-        return float(base)
-    match = _SET_B.fullmatch(policy)
-    if match is None:
-        raise InputError(f"unknown policy {policy!r}; expected one of {', '.join(MAPPINGS)} or set-<base>")
-    return float(match.group(1))
+def numbers(values: pl.Series) -> np.ndarray:
+    """Numbers as float64, NaN for nulls."""
+    return values.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def _column(jobs: pl.DataFrame, name: str) -> np.ndarray | None:
+def column(jobs: pl.DataFrame, name: str) -> np.ndarray | None:
     """A numeric column as float64 with NaN for nulls, None when absent."""
-    return jobs[name].cast(pl.Float64).fill_null(np.nan).to_numpy() if name in jobs.columns else None
+    return numbers(jobs[name]) if name in jobs.columns else None
 
 
-def _confident(jobs: pl.DataFrame, min_confidence: float) -> np.ndarray:
-    """Rows whose w_iter is usable: present, > 0 and with a confidence >= ``min_confidence``."""
-    ok = _column(jobs, "w_iter") > 0
+def evidence(jobs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """``(w_iter, confidence)`` of a jobs table: NaN for a null w_iter; confidence 1 without the column, 0 if null."""
     if "w_iter_confidence" in jobs.columns:
-        conf = jobs["w_iter_confidence"].cast(pl.Float64).fill_null(0.0).to_numpy()
-        ok &= conf >= min_confidence
-    return ok
+        confidence = jobs["w_iter_confidence"].cast(pl.Float64).fill_null(0.0).to_numpy()
+    else:
+        confidence = np.ones(jobs.height)
+    return numbers(jobs["w_iter"]), confidence
+
+
+def check_jobs(jobs: pl.DataFrame, source: str = "jobs table", require: tuple[str, ...] = ()) -> pl.DataFrame:
+    """A jobs table with a ``w_iter`` column, typed by :data:`iosets.schemas.JOBS` (its columns kept as they are)."""
+    return JOBS.validate(jobs, source=source, require=["w_iter", *require], fill_optional=False)
+
+
+def with_recommendation(
+    jobs: pl.DataFrame,
+    rule: SetMapping,
+    *,
+    bandwidth: float | None = None,
+    max_request: int = 1 << 20,
+    safety: float = 1.5,
+    limit: float | None = None,
+) -> pl.DataFrame:
+    """``jobs`` (checked) with the columns of :data:`iosets.schemas.RECOMMENDATION` under ``rule``.
+
+    WFQ and RBFQ weights are relative to the lowest priority of these jobs and of the
+    jobs ``rule`` was fitted on; reservations are scaled over these jobs (see
+    :func:`recommend`).
+    """
+    sets, priority, conservative = rule.assign(*evidence(jobs))
+    lowest = min(priority.min(initial=np.inf), np.inf if rule.lowest_priority is None else rule.lowest_priority)
+    reservation = limit_rate = np.full(jobs.height, np.nan)
+    if bandwidth is not None:
+        alpha = column(jobs, "alpha_io")
+        if alpha is None:
+            raise InputError("RBFQ reservations need an 'alpha_io' column in the jobs table")
+        start, end = column(jobs, "start"), column(jobs, "end")
+        reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety, start=start, end=end)
+        if limit is not None:
+            limit_rate = np.full(jobs.height, check_positive(limit, "limit") * bandwidth)
+    columns = {
+        "set": sets,
+        "priority": priority,
+        "conservative": conservative,
+        "wfq_weight": wfq_weights(priority, max_request=max_request, reference=lowest),
+        "rbfq_reservation": reservation,
+        "rbfq_weight": priority / lowest,
+        "rbfq_limit": limit_rate,
+    }
+    dtypes = RECOMMENDATION.polars
+    series = (pl.Series(name, value, dtype=dtypes[name], nan_to_null=True) for name, value in columns.items())
+    return jobs.with_columns(series)
 
 
 def assign_sets(
     jobs: pl.DataFrame,
-    policy: str = "set-10",
+    mapping: str = "set-10",
     *,
     base: float = 10.0,
     min_confidence: float = 0.5,
@@ -64,32 +85,22 @@ def assign_sets(
     random_state: int = 0,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Sets, priorities and the conservative flag of each job (see :func:`recommend`)."""
-    if "w_iter" not in jobs.columns:
-        raise InputError("jobs table has no 'w_iter' column (run `iosets analyze` first)")
-    set_base = mapping_base(policy, base)
-    ok = _confident(jobs, min_confidence)
-    w = jobs["w_iter"].cast(pl.Float64).to_numpy()[ok]
-    sets = np.zeros(jobs.height, np.int64)
-    if set_base is None:
-        known, priority_of = cluster_sets(w, max_sets=max_sets, random_state=random_state)
-    else:
-        known = map_sets(w, base=set_base)
-    sets[ok] = known
-    if set_base is None:
-        # one more set below the clusters, a decade below the lowest one
-        priority_of = np.append(priority_of, priority_of[-1] / 10 if priority_of.size else 1.0)
-    if conservative_set is None:
-        conservative_set = int(known.max()) + 1 if known.size else 0
-    elif set_base is None and not 0 <= conservative_set < priority_of.size:
-        raise InputError(f"conservative_set {conservative_set} must lie in 0..{priority_of.size - 1} (gmm sets)")
-    sets[~ok] = conservative_set
-    priority = priority_of[sets] if set_base is None else set_priorities(sets, base=set_base)
-    return sets, priority, ~ok
+    found = evidence(check_jobs(jobs))
+    rule = fit_mapping(
+        *found,
+        mapping=mapping,
+        base=base,
+        min_confidence=min_confidence,
+        conservative_set=conservative_set,
+        max_sets=max_sets,
+        random_state=random_state,
+    )
+    return rule.assign(*found)
 
 
 def recommend(
     jobs: pl.DataFrame,
-    policy: str = "set-10",
+    mapping: str = "set-10",
     *,
     base: float = 10.0,
     min_confidence: float = 0.5,
@@ -100,15 +111,19 @@ def recommend(
     safety: float = 1.5,
     limit: float | None = None,
     random_state: int = 0,
+    policy: str | None = None,
 ) -> pl.DataFrame:
     """Fill in a jobs table's sets, priorities and enforcement parameters.
+
+    The mapping is learned from the table itself; :class:`Recommender` learns it from
+    a history once and then maps other tables or single jobs.
 
     Parameters
     ----------
     jobs : polars.DataFrame
-        Jobs table (DESIGN.md) with at least ``w_iter``; ``w_iter_confidence`` and
-        ``alpha_io`` are used when present.
-    policy : str, default="set-10"
+        Jobs table (:data:`iosets.schemas.JOBS`) with at least ``w_iter``;
+        ``w_iter_confidence`` and ``alpha_io`` are used when present.
+    mapping : str, default="set-10"
         ``set-10`` (set round(log10 w_iter), priority 10^-set, seed 004 section IV-C),
         ``set-b`` with ``base`` (or ``set-<b>``, e.g. ``set-2``), or ``gmm`` (a Gaussian
         mixture over log10 w_iter whose number of sets minimises BIC).
@@ -130,13 +145,17 @@ def recommend(
         jobs) would reserve more than ``bandwidth``.
     limit : float, default=None
         RBFQ upper bound per job as a fraction of ``bandwidth`` (None: no limit).
+    random_state : int, default=0
+        Seed of the ``gmm`` mapping.
+    policy : str, default=None
+        Deprecated name of ``mapping``.
 
     Returns
     -------
     polars.DataFrame
-        ``jobs`` with the columns of :data:`RECOMMENDATION_COLUMNS`; ``rbfq_weight`` is the
-        priority relative to the lowest one, ``rbfq_reservation`` and ``rbfq_limit`` are
-        bytes/s (null without ``bandwidth``, or without a limit).
+        ``jobs`` with the columns of :data:`iosets.schemas.RECOMMENDATION`; ``rbfq_weight`` is
+        the priority relative to the lowest one, ``rbfq_reservation`` and ``rbfq_limit``
+        are bytes/s (null without ``bandwidth``, or without a limit).
 
     Examples
     --------
@@ -144,56 +163,36 @@ def recommend(
     >>> recommend(jobs, bandwidth=1e9).select("set", "priority", "wfq_weight", "rbfq_reservation").rows()
     [(1, 0.1, 104857600, 375000000.0), (2, 0.01, 10485760, 187500000.0), (3, 0.001, 1048576, 0.0)]
     """
-    sets, priority, conservative = assign_sets(
-        jobs,
-        policy,
+    jobs = check_jobs(jobs)
+    rule = fit_mapping(
+        *evidence(jobs),
+        mapping=renamed_policy(mapping, policy),
         base=base,
         min_confidence=min_confidence,
         conservative_set=conservative_set,
         max_sets=max_sets,
         random_state=random_state,
     )
-    relative = priority / priority.min() if priority.size else priority
-    reservation = limit_rate = np.full(jobs.height, np.nan)
-    if bandwidth is not None:
-        alpha = _column(jobs, "alpha_io")
-        if alpha is None:
-            raise InputError("RBFQ reservations need an 'alpha_io' column in the jobs table")
-        dates = [_column(jobs, name) for name in ("start", "end")]
-        reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety, start=dates[0], end=dates[1])
-        if limit is not None:
-            limit_rate = np.full(jobs.height, check_positive(limit, "limit") * bandwidth)
-    columns = {
-        "set": sets,
-        "priority": priority,
-        "conservative": conservative,
-        "wfq_weight": wfq_weights(priority, max_request=max_request),
-        "rbfq_reservation": reservation,
-        "rbfq_weight": relative,
-        "rbfq_limit": limit_rate,
-    }
-    series = (
-        pl.Series(name, value, dtype=RECOMMENDATION_COLUMNS[name], nan_to_null=True) for name, value in columns.items()
-    )
-    return jobs.with_columns(series)
+    return with_recommendation(jobs, rule, bandwidth=bandwidth, max_request=max_request, safety=safety, limit=limit)
 
 
 def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
-    """One row per set: priority, job count, w_iter range, WFQ weight and the set's RBFQ parameters.
+    """One row per set (:data:`iosets.schemas.SET_SUMMARY`): priority, job count, w_iter range, WFQ weight, RBFQ.
 
     A set's reservation is the sum of its jobs' reservations (their average demands add
     up: the set's jobs take turns doing I/O); its limit is the per-job limit.
     """
-    missing = [name for name in RECOMMENDATION_COLUMNS if name not in recommended.columns]
+    missing = [name for name in RECOMMENDATION.names if name not in recommended.columns]
     if missing:
         raise InputError(f"not a recommendation: missing column(s) {', '.join(missing)} (run recommend first)")
-    return (
+    w_iter = pl.col("w_iter") if "w_iter" in recommended.columns else pl.lit(None, pl.Float64)
+    summary = (
         recommended.group_by("set")
         .agg(
             pl.col("priority").first(),
             pl.len().alias("n_jobs"),
-            pl.col("w_iter").min().alias("w_iter_min"),
-            pl.col("w_iter").max().alias("w_iter_max"),
+            w_iter.min().alias("w_iter_min"),
+            w_iter.max().alias("w_iter_max"),
             pl.col("wfq_weight").first(),
             pl.col("rbfq_weight").first(),
             pl.when(pl.col("rbfq_reservation").is_null().all())
@@ -204,3 +203,4 @@ def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
         )
         .sort("set")
     )
+    return summary.cast(SET_SUMMARY.polars)

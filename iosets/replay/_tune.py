@@ -6,6 +6,7 @@ import polars as pl
 from .._validation import check_positive
 from ..errors import InputError
 from ..recommender import assign_sets
+from ..schemas import TUNE_RANKING
 from ..workload import Workload, periodic_jobs
 from ._phase import replay_phases
 
@@ -63,15 +64,15 @@ def tune(
     Returns
     -------
     polars.DataFrame
-        One row per candidate, best first: ``rank``, ``mapping``, ``n_sets``,
-        ``utilization``, ``io_slowdown``, ``max_stretch``.
+        One row per candidate, best first (:data:`iosets.schemas.TUNE_RANKING`): ``rank``,
+        ``mapping``, ``n_sets``, ``utilization``, ``io_slowdown``, ``max_stretch``.
     """
     check_positive(tolerance, "tolerance")
     usable = periodic_jobs(jobs)
     if usable.height == 0:
         raise InputError("no job with a w_iter and an alpha_io to replay (all jobs are non-periodic)")
     if horizon is None:
-        horizon = 20.0 * float(usable["w_iter"].max())
+        horizon = 20.0 * float(usable.select(pl.col("w_iter").max()).item())
     check_positive(horizon, "horizon")
     if window is None:
         window = (0.3 * horizon, 0.7 * horizon)
@@ -86,7 +87,7 @@ def tune(
             metrics = replay_phases(workload.with_assignment(*assignment), "explicit").metrics
             n_sets = np.unique(assignment[0]).size
         rows.append({"mapping": name, "n_sets": n_sets, **metrics.to_dict()})
-    table = pl.DataFrame(rows)
+    table = pl.DataFrame(rows, schema={name: TUNE_RANKING[name].dtype for name in TUNE_RANKING.names if name != "rank"})
     bucket = (pl.col("utilization") / tolerance).round(0)
     ranked = table.sort([bucket, "max_stretch", "io_slowdown"], descending=[True, False, False], maintain_order=True)
     return ranked.with_row_index("rank", offset=1)

@@ -6,6 +6,7 @@ import re
 import shlex
 import stat
 import subprocess
+import warnings
 from importlib.resources import files
 
 import libconf
@@ -14,8 +15,9 @@ import polars as pl
 import pytest
 from lupa import LuaRuntime
 
+from iosets.datasets import make_job_history
 from iosets.errors import InputError
-from iosets.recommender import recommend, set_summary
+from iosets.recommender import Recommender, recommend, recommendation_document, set_summary
 from iosets.recommender._enforcement import AGIOS_MAX_WEIGHT
 from iosets.recommender._export import EXPORT_FORMATS, export
 from iosets.recommender._export_cgroup import cgroup_weights
@@ -32,6 +34,7 @@ def recommended():
             "job_id": ["101", "102", "103", "104", "105", "106", "107", "108"],
             "user": ["1001", "1001", "1002", "1002", "1002", "1003", "1003", "1001"],
             "app": ["lammps", "lammps", "lammps", "wrf", "wrf", ODD_APP, "io500", "io500"],
+            "start": [float(k) for k in range(8)],  # the order of the runs, for the estimator's EWMA
             "w_iter": [8.0, 9.0, 95.0, 950.0, None, None, 0.5, 30.0],
             "w_iter_confidence": [0.9, 0.9, 0.9, 0.9, 0.0, 0.0, 0.9, 0.1],
             "alpha_io": [0.1, 0.1, 0.05, 0.02, None, None, 0.2, 0.1],
@@ -45,11 +48,11 @@ def recommended():
 
 # ---- AGIOS ---------------------------------------------------------------------------------------------------------
 
-AGIOS_OPTIONS = (  # every library_options entry AGIOS's read_configuration_file looks up
-    "trace trace_file_prefix trace_file_sufix default_algorithm waiting_time aioli_quantum mlf_quantum "
-    "select_algorithm_period select_algorithm_min_reqnumber starting_algorithm performance_values enable_SW "
-    "SW_window twins_window max_trace_buffer_size wfq_conf"
-).split()
+AGIOS_OPTIONS = [  # every library_options entry AGIOS's read_configuration_file looks up
+    "trace", "trace_file_prefix", "trace_file_sufix", "default_algorithm", "waiting_time", "aioli_quantum",
+    "mlf_quantum", "select_algorithm_period", "select_algorithm_min_reqnumber", "starting_algorithm",
+    "performance_values", "enable_SW", "SW_window", "twins_window", "max_trace_buffer_size", "wfq_conf",
+]  # fmt: skip
 
 
 def read_wfq_conf(path):
@@ -166,7 +169,7 @@ def test_tbf_script_starts_one_rule_per_active_set(recommended, tmp_path):
     assert all(re.fullmatch(r"[A-Za-z0-9_]{1,15}", name) for name in rules)
     rates = tbf_rates(recommended, ["101", "102", "103", "107"], 11100)
     per_job = {job: rate for jobs, rate in rules.values() for job in jobs}
-    assert per_job == dict(zip(rates["job_id"], rates["rpc_rate"]))
+    assert per_job == dict(zip(rates["job_id"], rates["rpc_rate"], strict=True))
     assert sum(per_job.values()) <= 11100
 
 
@@ -274,13 +277,15 @@ def test_cgroup_rejects_job_ids_that_are_not_directory_names(tmp_path):
 
 # ---- JSON and Lua for Slurm ------------------------------------------------------------------------------------------
 
-EXPECTED_APPS = {"lammps": (1, False), "wrf": (3, False), ODD_APP: (4, True), "io500": (0, False)}
+# What Recommender.predict_one answers: an (app, user) pair with fewer than 3 jobs of its own gets its app's EWMA;
+# lammps: 8, 9, 95 s -> ~21 s, set 1; io500: 0.5 s (confidence 0.9) and 30 s (0.1) disagree -> unsure, conservative.
+EXPECTED_APPS = {"lammps": (1, False), "wrf": (3, False), ODD_APP: (4, True), "io500": (4, True)}
 EXPECTED_USERS = {
     ("1001", "lammps"): (1, False),
-    ("1002", "lammps"): (2, False),
+    ("1002", "lammps"): (1, False),
     ("1002", "wrf"): (3, False),
     ("1003", ODD_APP): (4, True),
-    ("1003", "io500"): (0, False),
+    ("1003", "io500"): (4, True),
     ("1001", "io500"): (4, True),
 }
 PRIORITY = {0: 1.0, 1: 0.1, 2: 0.01, 3: 0.001, 4: 0.0001}
@@ -306,7 +311,7 @@ def check_document(doc, recommended):
 
 
 def test_json_document(recommended, tmp_path):
-    (path,) = export(recommended, "json", tmp_path / "rec.json", policy="set-10")
+    (path,) = export(recommended, "json", tmp_path / "rec.json", mapping="set-10")
     doc = json.loads(path.read_text(encoding="utf-8"))
     assert doc["policy"] == "set-10" and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["generated"])
     check_document(doc, recommended)
@@ -358,11 +363,11 @@ def lua_literal(text):
 @pytest.mark.parametrize(
     "uid, name, expected",
     [
-        (1002.0, "lammps", "iosets_set=2 iosets_priority=0.01"),  # the user's own history first
+        (1002.0, "lammps", "iosets_set=1 iosets_priority=0.1"),  # the user's own entry first
         (1001.0, "lammps", "iosets_set=1 iosets_priority=0.1"),
         (4242.0, "lammps", "iosets_set=1 iosets_priority=0.1"),  # then the app's
         (1003.0, ODD_APP, "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),
-        (1001.0, "io500", "iosets_set=0 iosets_priority=1"),  # the user's runs were a guess: the app's
+        (1001.0, "io500", "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),  # unsure: conservative
         (4242.0, "unknown", "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),  # default
         (4242.0, None, "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),
     ],
@@ -372,7 +377,7 @@ def test_job_submit_hook_tags_jobs(job_submit, uid, name, expected):
 
 
 def test_job_submit_hook_keeps_an_admin_comment(job_submit):
-    assert job_submit(1003.0, "io500", "keep") == "keep iosets_set=0 iosets_priority=1"
+    assert job_submit(1003.0, "io500", "keep") == "keep iosets_set=4 iosets_priority=0.0001 iosets_conservative"
 
 
 # ---- dispatcher errors -----------------------------------------------------------------------------------------------
@@ -403,5 +408,76 @@ def test_repeated_job_ids(recommended, tmp_path):
 
 
 def test_unknown_option(recommended, tmp_path):
-    with pytest.raises(InputError, match="unknown option.s. for the json export: active; expected policy"):
+    message = "unknown option.s. for the json export: active; expected mapping, recommender"
+    with pytest.raises(InputError, match=message):
         export(recommended, "json", tmp_path, active=[])
+
+
+# ---- the document answers as Recommender.predict_one does ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site():
+    """A generated history with numeric uids (as Darshan records them), its fitted recommender and recommendation."""
+    history = make_job_history(800, n_apps=14, n_users=5, random_state=7)
+    history = history.with_columns(pl.col("user").str.slice(1).cast(pl.Int64).add(1000).cast(pl.String))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # capped WFQ weights
+        recommender = Recommender(mapping="set-2", max_request=4096).fit(history)
+        return recommender, recommender.predict(history)
+
+
+def test_document_entries_are_predict_one(site):
+    recommender, recommended = site
+    doc = recommendation_document(recommended, generated="now", recommender=recommender)
+    assert doc["policy"] == "set-2"
+    keys = ("set", "priority", "conservative")
+    for app, entry in doc["apps"].items():
+        answer = recommender.predict_one(app=app, user="a user never seen")
+        assert {k: entry[k] for k in keys} == {k: answer[k] for k in keys}, app
+    pairs = [(user, app) for user, apps in doc["users"].items() for app in apps]
+    assert len(pairs) == recommended.select("user", "app").n_unique()
+    for user, app in pairs:
+        answer = recommender.predict_one(app=app, user=user)
+        assert {k: doc["users"][user][app][k] for k in keys} == {k: answer[k] for k in keys}, (user, app)
+    default = recommender.predict_one(app="never_seen_0", user="nobody")
+    assert (doc["default"]["set"], doc["default"]["priority"]) == (default["set"], default["priority"])
+    # some pairs have enough runs of their own to differ from their app: the user's entry comes first
+    assert any(doc["users"][u][a]["set"] != doc["apps"][a]["set"] for u, a in pairs)
+
+
+def test_job_submit_hook_gives_predict_ones_answer(site, tmp_path):
+    recommender, recommended = site
+    (path,) = export(recommended, "lua", tmp_path, recommender=recommender)
+    hook = (files("iosets.recommender") / "data" / "job_submit.lua").read_text()
+    lua = LuaRuntime()
+    lua.execute("slurm = {SUCCESS = 0, log_error = function(...) error(string.format(...)) end}")
+    lua.execute(hook.replace('"/etc/slurm/iosets.lua"', lua_literal(str(path))))
+    users = recommended["user"].unique().sort().to_list() + ["4242"]
+    for user in users:
+        for app in [*recommended["app"].unique().sort().to_list(), "never_seen"]:
+            job_desc = lua.table_from({"user_id": float(user), "name": app})
+            lua.globals().slurm_job_submit(job_desc, None, float(user))
+            answer = recommender.predict_one(app=app, user=user)
+            if answer["estimate_source"] != "model":  # the model needs what the hook does not send (nprocs...)
+                assert job_desc["admin_comment"].startswith(f"iosets_set={answer['set']} "), (user, app)
+
+
+def test_the_default_recommender_is_fitted_on_the_recommendation(site, recommended, tmp_path):
+    recommender, recommendation = site
+    fitted = recommendation_document(recommendation, generated="now", recommender=recommender)
+    refitted = recommendation_document(recommendation, generated="now", mapping="set-2")
+    assert refitted["apps"] == fitted["apps"] and refitted["users"] == fitted["users"]
+    unfitted = recommendation_document(recommendation, generated="now", recommender=Recommender(mapping="set-2"))
+    assert unfitted["users"] == fitted["users"] and unfitted["policy"] == "set-2"
+    with pytest.warns(DeprecationWarning, match="mapping="):
+        (path,) = export(recommended, "json", tmp_path, policy="set-10")  # the former name of the option
+    assert json.loads(path.read_text())["policy"] == "set-10"
+
+
+def test_a_document_must_agree_with_its_recommendation(site, recommended):
+    _, recommendation = site
+    with pytest.raises(InputError, match=r"job '.*' is in set \d+, but mapping 'set-10' as fitted puts it in set"):
+        recommendation_document(recommendation, generated="now")
+    with pytest.raises(InputError, match="mapping 'gmm' differs from the recommender's 'set-10'"):
+        recommendation_document(recommended, generated="now", mapping="gmm", recommender=Recommender())

@@ -5,6 +5,7 @@ import pytest
 
 from iosets.errors import InputError
 from iosets.recommender import map_sets, set_priorities
+from iosets.recommender._clusters import decision_cuts
 
 
 def test_set10_boundaries_of_the_paper():
@@ -30,3 +31,18 @@ def test_other_bases():
 def test_nonpositive_w_iter_is_rejected(w, message):
     with pytest.raises(InputError, match=message):
         map_sets(w)
+
+
+def test_gmm_boundaries_are_where_the_most_probable_component_changes():
+    # equal weights and spreads: the midpoint; a narrow component inside a wide one owns an interval around its mean
+    cuts, labels = decision_cuts([0.0, 2.0], [0.5, 0.5], np.log([0.5, 0.5]))
+    assert cuts.tolist() == [1.0] and labels.tolist() == [0, 1]
+    means, sds, log_weights = np.array([0.0, 1.0]), np.array([1.0, 0.2]), np.log([0.5, 0.5])
+    cuts, labels = decision_cuts(means, sds, log_weights)
+    # equal densities: (x - 1)^2 / 0.08 - x^2 / 2 = ln 5, i.e. 12 x^2 - 25 x + 12.5 - ln 5 = 0
+    disc = 25**2 - 48 * (12.5 - np.log(5))
+    assert cuts == pytest.approx([(25 - np.sqrt(disc)) / 24, (25 + np.sqrt(disc)) / 24], rel=1e-12)
+    assert labels.tolist() == [0, 1, 0]
+    x = np.linspace(-3, 4, 7001)
+    best = np.argmax(log_weights - np.log(sds) - 0.5 * ((x[:, None] - means) / sds) ** 2, axis=1)
+    assert np.array_equal(labels[np.searchsorted(cuts, x)], best)

@@ -26,6 +26,7 @@ def jobs_frame(w_iter, alpha_io=None, confidence=None) -> pl.DataFrame:
             "alpha_io": alpha_io if alpha_io is not None else [0.1] * n,
         },
         schema={"job_id": pl.String, "w_iter": pl.Float64, "w_iter_confidence": pl.Float64, "alpha_io": pl.Float64},
+        nan_to_null=True,  # a jobs table holds null, never NaN, for a w_iter not found
     )
 
 
@@ -87,7 +88,7 @@ def test_gmm_prefers_one_set_for_one_family():
 
 def test_wfq_weights_keep_the_priority_ratios():
     rec = recommend(jobs_frame([1.0, 10.0, 100.0, 1000.0, 20.0]), max_request=65536)
-    weights = dict(zip(rec["set"].to_list(), rec["wfq_weight"].to_list()))
+    weights = dict(zip(rec["set"].to_list(), rec["wfq_weight"].to_list(), strict=True))
     assert weights == {0: 65536000, 1: 6553600, 2: 655360, 3: 65536}
     summary = set_summary(rec)
     ratio = summary["wfq_weight"].to_numpy() / summary["wfq_weight"].to_numpy()[-1]
@@ -127,13 +128,13 @@ def test_rbfq_parameters_replayed_meet_the_reservations():
     rec = recommend(jobs, bandwidth=bandwidth, safety=1.5)  # reservations 15, 30, 45 MB/s
     ops = make_backlogged_requests(9000, 3, size_range=(65536, 65536), random_state=3)
     device = Device(bandwidth=bandwidth, overhead=0.0, seek=0.0)
-    reservations = dict(zip(rec["job_id"], rec["rbfq_reservation"]))
-    weights = dict(zip(rec["job_id"], rec["rbfq_weight"]))
+    reservations = dict(zip(rec["job_id"], rec["rbfq_reservation"], strict=True))
+    weights = dict(zip(rec["job_id"], rec["rbfq_weight"], strict=True))
     window = (0.2, 2.0)  # every class is still backlogged: each holds ~197 MB
 
     def throughput(result):
         got = interval_bytes(result.trace, result.complete, *window) / (window[1] - window[0])
-        return dict(zip(result.trace.classes.tolist(), got))
+        return dict(zip(result.trace.classes.tolist(), got, strict=True))
 
     with_reservations = throughput(
         replay_requests(ops, "rbfq", device=device, weights=weights, reservations=reservations, cost_bytes=1)
@@ -148,9 +149,9 @@ def test_rbfq_parameters_replayed_meet_the_reservations():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"policy": "set-x"}, "unknown policy 'set-x'"),
-        ({"policy": "set-1"}, "base must differ from 1"),
-        ({"policy": "gmm", "conservative_set": 5}, r"conservative_set 5 must lie in 0\.\.2"),
+        ({"mapping": "set-x"}, "unknown mapping 'set-x'"),
+        ({"mapping": "set-1"}, "base must differ from 1"),
+        ({"mapping": "gmm", "conservative_set": 5}, r"conservative_set 5 must lie in 0\.\.2"),
         ({"bandwidth": -1.0}, "bandwidth must be"),
         ({"max_request": 0}, "max_request"),
     ],
@@ -161,7 +162,7 @@ def test_bad_arguments_are_named(kwargs, message):
 
 
 def test_missing_columns_are_named():
-    with pytest.raises(InputError, match="no 'w_iter' column"):
+    with pytest.raises(InputError, match=r"jobs table: missing column\(s\) w_iter"):
         recommend(pl.DataFrame({"job_id": ["a"]}))
     with pytest.raises(InputError, match="alpha_io"):
         recommend(pl.DataFrame({"job_id": ["a"], "w_iter": [3.0]}), bandwidth=1e9)

@@ -4,9 +4,10 @@ job_submit.lua example: tag each new job with its IO-SETS set, read from a local
 `iosets export --format lua` writes iosets.lua; copy it to IOSETS_FILE on the slurmctld
 host. This hook only reads that file (dofile, at most every IOSETS_RELOAD seconds): no
 network call happens inside slurmctld. The job's name (-J, or the script name) is looked
-up as the app: the submitting user's own history of it (users[uid], the numeric uid as
-Darshan records it) if it was mapped with confidence, else every user's (apps), else the
-conservative default set.
+up as the app: the submitting user's entry for it (users[uid], the numeric uid as Darshan
+records it), else the app's (apps), else the conservative default set. Each entry is what
+iosets' Recommender.predict_one answers for that app and user, so the hook and an iosets
+service agree.
 
 The hook only writes admin_comment ("iosets_set=S iosets_priority=P", plus
 " iosets_conservative" for a guess): the IO-SETS priority is a share of the file system's
@@ -36,15 +37,7 @@ end
 
 local function iosets_lookup(t, uid, app)
 	local by_user = uid and t.users[string.format("%d", uid)]
-	local mine = by_user and app and by_user[app]
-	if mine and not mine.conservative then
-		return mine
-	end
-	local anyone = app and t.apps[app]
-	if anyone and not anyone.conservative then
-		return anyone
-	end
-	return t.default
+	return (by_user and app and by_user[app]) or (app and t.apps[app]) or t.default
 end
 
 function slurm_job_submit(job_desc, part_list, submit_uid)

@@ -1,0 +1,267 @@
+"""`Recommender`: a site's mapping learned once from its job history, then applied to tables and to single jobs."""
+
+import warnings
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError
+from ._enforcement import rbfq_demands, reservation_scale, wfq_weights
+from ._history import HISTORY_COLUMNS, WIterEstimator, query_fields
+from ._mappings import fit_mapping
+from ._params import Params
+from ._recommend import check_jobs, column, evidence, set_summary, with_recommendation
+
+_UNSEEN = object()
+
+
+class Recommender(Params):
+    """Sets, priorities and enforcement parameters of jobs, learned from a site's job history.
+
+    ``fit`` learns the mapping (SET-b, or the boundaries of a Gaussian mixture, and the
+    conservative set) and the w_iter estimator from past jobs, and precomputes the
+    answer for every (app, user) pair and app the history knows. ``predict`` then
+    recommends a jobs table as :func:`recommend` does; ``predict_one`` answers a job
+    about to start in microseconds (a dictionary look-up for a known app; the
+    estimator's model, then the mapping, for an app never seen).
+
+    Parameters
+    ----------
+    mapping : str, default="set-10"
+        ``set-10``, ``set-b`` with ``base`` (or ``set-<b>``), or ``gmm`` (see :func:`recommend`).
+    base : float, default=10.0
+        Base of ``set-b``.
+    min_confidence : float, default=0.5
+        Jobs with no w_iter, or a w_iter (measured or estimated) less confident than
+        this, go to the conservative set.
+    conservative_set : int, default=None
+        Their set; by default one set below the lowest-priority set of the history's
+        confidently mapped jobs.
+    max_sets : int, default=8
+        Largest number of sets of ``gmm``.
+    bandwidth : float, default=None
+        File system bandwidth (bytes/s), for RBFQ reservations and limits.
+    max_request : int, default=1 MiB
+        WFQ weight (bytes per round) of the lowest priority.
+    safety : float, default=1.5
+        RBFQ reservation = safety x alpha_io x bandwidth.
+    limit : float, default=None
+        RBFQ upper bound per job, as a fraction of ``bandwidth``.
+    random_state : int, default=0
+        Seed of ``gmm``.
+    estimator : WIterEstimator, default=None
+        Its parameters estimate the w_iter of jobs about to start (a copy is fitted on
+        the history); None: ``WIterEstimator()``.
+
+    Attributes
+    ----------
+    mapping_ : SetMapping
+        The learned rule: w_iter and confidence -> set and priority, with the conservative
+        set and the lowest priority of the history (the reference of the weights).
+    sets_ : polars.DataFrame
+        The history's recommendation per set (:data:`iosets.schemas.SET_SUMMARY`).
+    estimator_ : WIterEstimator
+        The estimator fitted on the history.
+    reservation_scale_ : float or None
+        The factor (<= 1) that fitted the history's concurrent reservations into
+        ``bandwidth`` (None without one).
+    reservation_by_app_ : dict
+        RBFQ reservation of a new job of each app: ``safety x`` the median ``alpha_io``
+        of its past jobs ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``).
+    pairs_, apps_ : dict
+        The answer of :meth:`predict_one` (without the query's fields) for an
+        ``(app, user)`` pair with enough jobs of its own, and for an app with a user it
+        has not seen, when the history decides it; None when the estimator's model
+        does (the answer then depends on nprocs and requested_time).
+
+    Examples
+    --------
+    >>> from iosets.datasets import make_job_history
+    >>> history = make_job_history(300, n_apps=10, n_users=4, random_state=0)
+    >>> recommender = Recommender(max_request=65536).fit(history)
+    >>> recommender.predict(history).height
+    300
+    >>> job = recommender.predict_one(app="gromacs_mini", user="u01")
+    >>> job["estimate_source"], round(job["w_iter"], 1), job["set"], job["priority"], job["wfq_weight"]
+    ('history', 2.2, 0, 1.0, 655360000)
+    >>> new = recommender.predict_one(app="brand_new", user="nobody")
+    >>> new["estimate_source"], new["set"], new["conservative"], new["wfq_weight"]
+    ('none', 4, True, 65536)
+    """
+
+    def __init__(
+        self,
+        *,
+        mapping: str = "set-10",
+        base: float = 10.0,
+        min_confidence: float = 0.5,
+        conservative_set: int | None = None,
+        max_sets: int = 8,
+        bandwidth: float | None = None,
+        max_request: int = 1 << 20,
+        safety: float = 1.5,
+        limit: float | None = None,
+        random_state: int = 0,
+        estimator: WIterEstimator | None = None,
+    ):
+        self.mapping = mapping
+        self.base = base
+        self.min_confidence = min_confidence
+        self.conservative_set = conservative_set
+        self.max_sets = max_sets
+        self.bandwidth = bandwidth
+        self.max_request = max_request
+        self.safety = safety
+        self.limit = limit
+        self.random_state = random_state
+        self.estimator = estimator
+
+    def fit(self, history: pl.DataFrame) -> "Recommender":
+        """Learn the mapping, the estimator and the answers for known apps from past jobs.
+
+        ``history`` is a jobs table (:data:`iosets.schemas.JOBS`) with ``app``, ``user``,
+        ``start`` and ``w_iter`` (``alpha_io`` too with a ``bandwidth``); the same
+        columns :class:`WIterEstimator` learns from.
+        """
+        history = check_jobs(history, source="history", require=HISTORY_COLUMNS)
+        self.mapping_ = fit_mapping(
+            *evidence(history),
+            mapping=self.mapping,
+            base=self.base,
+            min_confidence=self.min_confidence,
+            conservative_set=self.conservative_set,
+            max_sets=self.max_sets,
+            random_state=self.random_state,
+        )
+        self.sets_ = set_summary(with_recommendation(history, self.mapping_, **self._enforcement()))
+        estimator = WIterEstimator() if self.estimator is None else WIterEstimator(**self.estimator.get_params())
+        self.estimator_ = estimator.fit(history)
+        self.reservation_scale_, self.reservation_by_app_ = None, {}
+        if self.bandwidth is not None:
+            demand = rbfq_demands(column(history, "alpha_io"), bandwidth=self.bandwidth, safety=self.safety)
+            dates = {"start": column(history, "start"), "end": column(history, "end")}
+            self.reservation_scale_ = reservation_scale(demand, bandwidth=self.bandwidth, **dates)
+            alpha = history.drop_nulls("app").group_by("app").agg(pl.col("alpha_io").cast(pl.Float64).median())
+            alpha = alpha.drop_nulls("alpha_io")
+            demand = rbfq_demands(alpha["alpha_io"].to_numpy(), bandwidth=self.bandwidth, safety=self.safety)
+            reservation = (demand * self.reservation_scale_).tolist()
+            self.reservation_by_app_ = dict(zip(alpha["app"].to_list(), reservation, strict=True))
+        sets = [*self.sets_["set"].to_list(), self.mapping_.conservative_set]
+        with warnings.catch_warnings():  # capped WFQ weights: the history's recommendation warned already
+            warnings.simplefilter("ignore", UserWarning)
+            self._terms = self._terms_of(range(min(sets), max(sets) + 1))
+        self.pairs_, self.apps_ = self._lookups()
+        return self
+
+    def predict(self, jobs: pl.DataFrame) -> pl.DataFrame:
+        """``jobs`` with the columns of :data:`iosets.schemas.RECOMMENDATION` under the learned mapping.
+
+        The same table as :func:`recommend` gives for the history itself; the weights
+        are relative to the lowest priority of ``jobs`` and of the history, and the
+        reservations are scaled over ``jobs``.
+        """
+        self._check_fitted()
+        return with_recommendation(check_jobs(jobs), self.mapping_, **self._enforcement())
+
+    def predict_one(
+        self,
+        *,
+        app: str | None = None,
+        user: str | None = None,
+        nprocs: float | str | None = None,
+        requested_time: float | str | None = None,
+    ) -> dict:
+        """Set, priority and enforcement parameters of a job about to start.
+
+        Parameters
+        ----------
+        app, user : str
+            The job's app and user (required: InputError when missing).
+        nprocs, requested_time : float or str, default=None
+            What the submission tells, for an app the history does not know.
+
+        Returns
+        -------
+        dict
+            The given fields, ``w_iter``, ``w_iter_confidence``, ``estimate_source``
+            ('history', 'model' or 'none': see :class:`WIterEstimator`) and the columns
+            of :data:`iosets.schemas.RECOMMENDATION`. Set, priority and weights are
+            those :meth:`predict` gives a job with that w_iter and confidence (an estimate
+            below ``min_confidence``, or none, lands in the conservative set; weights
+            relative to the lowest of its priority and the history's); the reservation is
+            ``safety x`` the app's median past ``alpha_io`` ``x bandwidth``, scaled by
+            ``reservation_scale_`` (0 for an app without one).
+        """
+        self._check_fitted()
+        fields = {"app": app, "user": user, "nprocs": nprocs, "requested_time": requested_time}
+        given = {key: value for key, value in fields.items() if value is not None}
+        query = query_fields(given)
+        answer = self._answer(query["app"], query["user"], query.get("nprocs"), query.get("requested_time"))
+        return {**given, **answer}
+
+    def _answer(
+        self, app: str, user: str | None, nprocs: float | None = None, requested_time: float | None = None
+    ) -> dict:
+        """:meth:`predict_one` without the query's fields, for checked fields; ``user`` None: a user never seen."""
+        found = self.pairs_.get((app, user), _UNSEEN)
+        if found is _UNSEEN:
+            found = self.apps_.get(app)
+        if found is not None:
+            return found
+        estimate = self.estimator_._estimate_query(app, user, nprocs, requested_time)
+        return self._answers([app], [estimate])[0]
+
+    def _enforcement(self) -> dict:
+        names = ("bandwidth", "max_request", "safety", "limit")
+        return {name: getattr(self, name) for name in names}
+
+    def _lookups(self) -> tuple[dict, dict]:
+        """``pairs_`` and ``apps_``: the estimator's table path on every known key, mapped."""
+        estimator = self.estimator_
+        pairs = estimator.pair_stats_.filter(pl.col("n") >= estimator.min_jobs).drop_nulls(["app", "user"])
+        apps = estimator.app_stats_.drop_nulls("app").select("app", user=pl.lit(None, pl.String))
+        queries = pl.concat([pairs.select("app", "user"), apps])
+        answers = self._answers(queries["app"].to_list(), estimator.estimate(queries).to_dicts())
+        decided = [a if a["estimate_source"] == "history" else None for a in answers]
+        keys, n = list(queries.iter_rows()), pairs.height
+        pairs_ = dict(zip(keys[:n], decided[:n], strict=True))
+        return pairs_, {app: a for (app, _), a in zip(keys[n:], decided[n:], strict=True)}
+
+    def _answers(self, apps: list[str], estimates: list[dict]) -> list[dict]:
+        """Each job's answer (see :meth:`predict_one`) from its app and its w_iter estimate."""
+        w = np.array([np.nan if e["w_iter"] is None else e["w_iter"] for e in estimates], dtype=np.float64)
+        confidence = np.array([e["w_iter_confidence"] for e in estimates], dtype=np.float64)
+        sets, conservative = self.mapping_.classify(w, confidence)
+        unknown = set(sets.tolist()) - self._terms.keys()  # a set only the model's estimate reaches
+        terms = {**self._terms, **self._terms_of(sorted(unknown))} if unknown else self._terms
+        no_reservation = None if self.bandwidth is None else 0.0
+        limit = None if self.bandwidth is None or self.limit is None else float(self.limit) * self.bandwidth
+        return [
+            {
+                "w_iter": e["w_iter"],
+                "w_iter_confidence": e["w_iter_confidence"],
+                "estimate_source": e["estimate_source"],
+                "set": s,
+                "priority": terms[s][0],
+                "conservative": c,
+                "wfq_weight": terms[s][1],
+                "rbfq_reservation": self.reservation_by_app_.get(app, no_reservation),
+                "rbfq_weight": terms[s][2],
+                "rbfq_limit": limit,
+            }
+            for app, e, s, c in zip(apps, estimates, sets.tolist(), conservative.tolist(), strict=True)
+        ]
+
+    def _terms_of(self, sets) -> dict[int, tuple[float, int, float]]:
+        """Priority, WFQ weight and RBFQ weight of a job in each set, relative to the history's lowest priority."""
+        sets = np.asarray(sets, dtype=np.int64)
+        priority = self.mapping_.priorities(sets)
+        lowest = self.mapping_.lowest_priority
+        reference = priority if lowest is None else np.minimum(priority, lowest)
+        wfq = wfq_weights(priority, max_request=self.max_request, reference=reference)
+        terms = zip(priority.tolist(), wfq.tolist(), (priority / reference).tolist(), strict=True)
+        return dict(zip(sets.tolist(), terms, strict=True))
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "pairs_"):
+            raise InputError("Recommender is not fitted: call fit(history) first")
