@@ -51,9 +51,9 @@ def test_tune_prints_the_ranking_of_the_api(jobs_file):
     "args, message",
     [
         (["recommend", "missing.parquet"], "missing.parquet: no such file"),
-        (["recommend", "{jobs}", "--policy", "set-x"], "unknown policy 'set-x'"),
+        (["recommend", "{jobs}", "--mapping", "set-x"], "'set-x'; expected one of set-10, set-b, gmm"),
         (["recommend", "{jobs}", "-o", "out.txt"], "expected a .parquet or .csv file name"),
-        (["tune", "{jobs}", "--bases", "2,x"], "could not convert"),
+        (["tune", "{jobs}", "--bases", "2,x"], "--bases: expected a number, got 'x'"),
         (["tune", "{bad}"], "missing column(s) job_id, w_iter, alpha_io"),
     ],
 )

@@ -1,0 +1,123 @@
+"""``iosets demo``: every room on bundled data, from traces to a tuned recommendation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._output import echo, show, warnings_to_stderr
+from ._tables import Column, field, render_table
+from .recommender import ranking_table, set_table
+from .replay import metrics_table
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import RenderableType
+
+DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority")
+
+JOB_COLUMNS = (
+    Column("input", field("source"), justify="left"),
+    Column("job", field("job_id"), justify="left"),
+    Column("w_iter s", field("w_iter", "{:.2f}", missing="not periodic")),
+    Column("alpha_io", field("alpha_io", "{:.4f}")),
+    Column("confidence", field("w_iter_confidence", "{:.2f}")),
+    Column("phases", field("n_phases")),
+)
+"""The jobs table of the analyzer with the input each job came from."""
+
+SETS = ("c0", "c1", "c2")
+"""The request demo's three backlogged sets."""
+
+
+def _percent(name: str):
+    """The cell showing the share ``row[name]`` in per cent."""
+    return lambda row: f"{100 * row[name]:.1f} %"
+
+
+SHARE_COLUMNS = (
+    Column("scheduler", field("scheduler"), justify="left"),
+    Column("set 0 (p=1)", _percent("c0")),
+    Column("set 1 (p=0.1)", _percent("c1")),
+    Column("set 2 (p=0.01, rbfq reserves 1000 IO/s)", _percent("c2")),
+)
+"""Byte share of each set per scheduler."""
+
+
+def demo() -> None:
+    """Run every room on bundled data: analyze, replay, recommend and tune.
+
+    Analyzes the sample traces and pydarshan's example logs, replays a Fig. 6 workload under the
+    reference policies and a three-set request trace under fcfs, wfq and rbfq, then recommends and
+    tunes sets for the sample jobs.
+    """
+    from ..datasets import figure_seed, make_figure_workload
+    from ..recommender import recommend, set_summary
+    from ..replay import replay_phases, tune
+
+    jobs = _sample_jobs()
+    title = "Analyzer: sample block traces and pydarshan's example logs"
+    show(render_table(jobs, JOB_COLUMNS, title=title, caption=_sample_replay(jobs)))
+    workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
+    echo(
+        f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
+        f"omega 0.8, horizon {workload.horizon:.0f} s, window {workload.window}",
+        stderr=False,
+    )
+    runs = {policy: replay_phases(workload, policy).metrics.to_dict() for policy in DEMO_POLICIES}
+    show(metrics_table(runs, title="Phase-level replay (C engine)", reference="fair-share"))
+    echo(f"Utilization upper bound 1 - omega/N = {1 - 0.8 / workload.n_jobs:.4f}", stderr=False)
+    show(_request_table())
+    with warnings_to_stderr():
+        recommended = recommend(jobs, bandwidth=1e9)
+    show(set_table(set_summary(recommended), title="Recommendation for the sample jobs (SET-10, B = 1 GB/s)"))
+    show(ranking_table(tune(jobs), title="Tuning by replay: the sample jobs under each mapping"))
+
+
+def _sample_jobs() -> pl.DataFrame:
+    """The jobs table of the bundled block traces and of pydarshan's example logs, with a ``source`` column."""
+    import polars as pl
+
+    from ..analyzer import analyze, analyze_ops
+    from ..datasets import load_darshan_examples, load_sample_traces
+
+    samples = load_sample_traces()
+    frames = [analyze_ops(ops, source=samples.paths[name].name) for name, ops in samples.ops.items()]
+    logs = analyze(list(load_darshan_examples().paths.values()), workers=1).jobs
+    frames.append(logs.with_columns(pl.col("path").str.extract(r"([^/]+)$").alias("source")))
+    return pl.concat([frame.drop("path") for frame in frames], how="vertical_relaxed")
+
+
+def _sample_replay(jobs: pl.DataFrame) -> str:
+    """The periodic sample jobs replayed for 2000 s under FAIR-SHARE and SET-10."""
+    from ..replay import replay_phases
+    from ..workload import Workload
+
+    workload = Workload.from_jobs(jobs, horizon=2000.0, window=(200.0, 1800.0))
+    metrics = {policy: replay_phases(workload, policy).metrics for policy in ("fair-share", "set-10")}
+    return f"{workload.n_jobs} periodic jobs replayed for 2000 s: " + ", ".join(
+        f"{policy} utilization {m.utilization:.4f} IO-slowdown {m.io_slowdown:.3f}" for policy, m in metrics.items()
+    )
+
+
+def _request_table() -> RenderableType:
+    """Byte shares of three backlogged sets (SET-10 priorities 1, 0.1, 0.01) under fcfs, wfq and rbfq."""
+    from ..datasets import make_backlogged_requests
+    from ..replay import Device, backlogged_shares, replay_requests
+
+    ops = make_backlogged_requests(30_000, 3, size_range=(65536, 65536), random_state=0)
+    device = Device(seek=0.0)
+    runs = {
+        "fcfs": replay_requests(ops, "fcfs", device=device),
+        "wfq": replay_requests(
+            ops, "wfq", weights=dict(zip(SETS, [100 * 65536, 10 * 65536, 65536], strict=True)), device=device
+        ),
+        "rbfq": replay_requests(
+            ops, "rbfq", weights=dict(zip(SETS, [100, 10, 1], strict=True)), reservations={"c2": 1000}, device=device
+        ),
+    }
+    rows = [
+        {"scheduler": name, **dict(zip(SETS, backlogged_shares(result), strict=True))} for name, result in runs.items()
+    ]
+    return render_table(
+        rows, SHARE_COLUMNS, title="Request-level replay: byte shares while all three sets are backlogged"
+    )

@@ -1,0 +1,236 @@
+"""The recommender's commands: ``recommend`` (also for a new job), ``export`` and ``tune``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import InputError
+from ._choices import EXPORT_FORMATS, MAPPINGS, TBF_TARGET, TUNE_BASES, one_of
+from ._output import echo, print_json, show, warnings_to_stderr
+from ._parse import parse_fields, parse_names, parse_numbers
+from ._tables import Column, Row, field, render_table
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import RenderableType
+
+
+def _rate(value: float | None) -> str:
+    """A bandwidth in MB/s, ``-`` when there is none."""
+    return "-" if value is None else f"{value / 1e6:.1f} MB/s"
+
+
+def _w_iter_range(row: Row) -> str:
+    return "-" if row["w_iter_min"] is None else f"{row['w_iter_min']:.3g} - {row['w_iter_max']:.3g}"
+
+
+SET_COLUMNS = (
+    Column("set", field("set")),
+    Column("priority", field("priority", "{:.3g}")),
+    Column("jobs", field("n_jobs")),
+    Column("w_iter range s", _w_iter_range),
+    Column("WFQ weight B", field("wfq_weight")),
+    Column("RBFQ weight", field("rbfq_weight", "{:.4g}")),
+    Column("reservation", lambda row: _rate(row["rbfq_reservation"])),
+    Column("limit", lambda row: _rate(row["rbfq_limit"])),
+)
+"""The frame of ``iosets.recommender.set_summary``."""
+
+RANKING_COLUMNS = (
+    Column("rank", field("rank")),
+    Column("mapping", field("mapping"), justify="left"),
+    Column("sets", field("n_sets")),
+    Column("utilization", field("utilization", "{:.4f}")),
+    Column("IO-slowdown", field("io_slowdown", "{:.3f}")),
+    Column("Max Stretch", field("max_stretch", "{:.4f}")),
+    Column("util vs fair-share", field("utilization_gain_pct", "{:+.2f} %")),
+)
+"""The frame of ``iosets.replay.tune``, with each mapping's utilization gain over FAIR-SHARE."""
+
+SOURCES = {
+    "history": "EWMA of the app's past jobs",
+    "model": "model of job metadata (no history for this app)",
+    "none": "no estimate: conservative set",
+}
+"""What each ``estimate_source`` of ``recommend_new_job`` means."""
+
+
+def set_table(summary: pl.DataFrame, *, title: str) -> RenderableType:
+    """The per-set recommendation."""
+    return render_table(summary, SET_COLUMNS, title=title)
+
+
+def ranking_table(ranking: pl.DataFrame, *, title: str) -> RenderableType:
+    """The tuning ranking, each mapping against FAIR-SHARE, and the recommended mapping as caption."""
+    rows: list[dict[str, Any]] = list(ranking.iter_rows(named=True))
+    fair = next(row for row in rows if row["mapping"] == "fair-share")
+    for row in rows:
+        row["utilization_gain_pct"] = 100 * (row["utilization"] / fair["utilization"] - 1)
+    best = rows[0]
+    caption = (
+        f"recommended: {best['mapping']} (utilization {best['utilization']:.4f} vs FAIR-SHARE "
+        f"{fair['utilization']:.4f}, IO-slowdown {fair['io_slowdown'] / best['io_slowdown']:.2f}x better)"
+    )
+    return render_table(rows, RANKING_COLUMNS, title=title, caption=caption)
+
+
+def recommend(
+    jobs_path: Annotated[
+        Path | None, typer.Argument(metavar="JOBS", help="Jobs table from `iosets analyze`.", show_default=False)
+    ] = None,
+    history: Annotated[
+        Path | None, typer.Option(help="Past jobs (a jobs table with app, user, start) to estimate a new job from.")
+    ] = None,
+    for_job: Annotated[
+        str | None, typer.Option("--for", help="The new job: app=...,user=...[,nprocs=...,requested_time=...].")
+    ] = None,
+    mapping: Annotated[
+        str,
+        typer.Option(
+            "--mapping", "--policy", help=f"{', '.join(MAPPINGS)} (set-b with --base), or set-<b> such as set-2."
+        ),
+    ] = "set-10",
+    base: Annotated[float, typer.Option(help="Base of set-b.")] = 10.0,
+    min_confidence: Annotated[float, typer.Option(help="Below this w_iter confidence: conservative set.")] = 0.5,
+    bandwidth: Annotated[
+        float | None, typer.Option(help="File system bandwidth (bytes/s), for RBFQ reservations.")
+    ] = None,
+    max_request: Annotated[int, typer.Option(help="Largest request (bytes): the lowest set's WFQ weight.")] = 1 << 20,
+    safety: Annotated[float, typer.Option(help="RBFQ reservation = safety x alpha_io x bandwidth.")] = 1.5,
+    limit: Annotated[float | None, typer.Option(help="RBFQ limit per job, fraction of bandwidth.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the recommended jobs table.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the per-set table as JSON only.")] = False,
+) -> None:
+    """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table.
+
+    With --history H --for app=...,user=...: the same for a job that has not run yet.
+    """
+    options: dict[str, Any] = {
+        "base": base,
+        "bandwidth": bandwidth,
+        "max_request": max_request,
+        "safety": safety,
+        "limit": limit,
+    }
+    if for_job is not None or history is not None:
+        if history is None or for_job is None or jobs_path is not None:
+            raise InputError("estimating a new job takes --history H and --for app=...,user=... (and no JOBS)")
+        _recommend_new_job(history, parse_fields(for_job, "--for"), mapping, min_confidence, options, as_json)
+        return
+    if jobs_path is None:
+        raise InputError("give a jobs table, or --history H --for app=...,user=...")
+    from .._io import read_frame, write_frame
+    from ..recommender import recommend as recommend_jobs
+    from ..recommender import set_summary
+
+    with warnings_to_stderr():
+        recommended = recommend_jobs(
+            read_frame(jobs_path, what="jobs table"), mapping, min_confidence=min_confidence, **options
+        )
+    summary = set_summary(recommended)
+    if output is not None:
+        write_frame(recommended, output)
+    if as_json:
+        print_json(summary.to_dicts())
+        return
+    n_conservative = int(recommended["conservative"].sum())
+    show(set_table(summary, title=f"{mapping}: {recommended.height} jobs, {n_conservative} in the conservative set"))
+    if output is not None:
+        echo(f"wrote {output}")
+
+
+def _recommend_new_job(
+    history: Path, fields: dict[str, Any], mapping: str, min_confidence: float, options: dict[str, Any], as_json: bool
+) -> None:
+    """``iosets recommend --history H --for ...``: the new job's set, priority, weights and their origin."""
+    from .._io import read_frame
+    from ..recommender import recommend_new_job
+
+    with warnings_to_stderr():
+        got = recommend_new_job(
+            read_frame(history, what="history"), mapping=mapping, min_confidence=min_confidence, **fields, **options
+        )
+    if as_json:
+        print_json(got)
+        return
+    w_iter = "unknown" if got["w_iter"] is None else f"{got['w_iter']:.4g} s"
+    echo(f"job: {', '.join(f'{key}={value}' for key, value in fields.items())}", stderr=False)
+    echo(
+        f"w_iter: {w_iter} (confidence {got['w_iter_confidence']:.2f}, from the {SOURCES[got['estimate_source']]})",
+        stderr=False,
+    )
+    echo(
+        f"set {got['set']}{' (conservative)' if got['conservative'] else ''}, priority {got['priority']:.3g}, "
+        f"WFQ weight {got['wfq_weight']} B per round, RBFQ weight {got['rbfq_weight']:.4g}, "
+        f"reservation {_rate(got['rbfq_reservation'])}, limit {_rate(got['rbfq_limit'])}",
+        stderr=False,
+    )
+
+
+def tune(
+    jobs_path: Annotated[Path, typer.Argument(metavar="JOBS", help="Jobs table with w_iter and alpha_io.")],
+    bandwidth: Annotated[float, typer.Option(help="File system bandwidth (bytes/s).")] = 1e9,
+    horizon: Annotated[float | None, typer.Option(help="Replay length (s); default 20 x the largest w_iter.")] = None,
+    bases: Annotated[str, typer.Option(help="Comma-separated SET-b bases to try.")] = TUNE_BASES,
+    gmm: Annotated[bool, typer.Option(help="Also try the Gaussian-mixture mapping.")] = True,
+    seed: Annotated[int, typer.Option(help="Seed of the jobs' release dates.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the ranking as JSON only.")] = False,
+) -> None:
+    """Replay the jobs under candidate mappings and FAIR-SHARE; rank by utilization, then Max Stretch."""
+    from .._io import read_frame
+    from ..replay import tune as tune_mappings
+
+    ranking = tune_mappings(
+        read_frame(jobs_path, what="jobs table"),
+        bases=parse_numbers(bases, "--bases"),
+        gmm=gmm,
+        bandwidth=bandwidth,
+        horizon=horizon,
+        random_state=seed,
+    )
+    if as_json:
+        print_json(ranking.to_dicts())
+        return
+    show(ranking_table(ranking, title=f"Mappings replayed on {jobs_path.name}"))
+
+
+def export(
+    recommended_path: Annotated[
+        Path, typer.Argument(metavar="RECOMMENDED", help="Jobs table written by `iosets recommend -o`.")
+    ],
+    fmt: Annotated[str, typer.Option("--format", help=one_of(EXPORT_FORMATS))],
+    output: Annotated[Path, typer.Option("--out", "-o", help="Folder (default file names) or file to write.")],
+    active: Annotated[str | None, typer.Option(help="tbf: comma-separated job ids running now.")] = None,
+    rpc_capacity: Annotated[float | None, typer.Option(help="tbf: RPC/s one server partition serves.")] = None,
+    target: Annotated[str, typer.Option(help="tbf: lctl target of the rules.")] = TBF_TARGET,
+    default_rate: Annotated[int | None, typer.Option(help="tbf: rate of the default rule (RPC/s).")] = None,
+    wfq_path: Annotated[str | None, typer.Option(help="agios: where wfq.conf will be installed.")] = None,
+    root: Annotated[str | None, typer.Option(help="cgroup: parent folder of the job_<id> cgroups.")] = None,
+    mapping: Annotated[
+        str | None, typer.Option("--mapping", "--policy", help="json/lua: the mapping's name, recorded in the file.")
+    ] = None,
+) -> None:
+    """Write a recommendation as files an enforcement layer applies (AGIOS, Lustre TBF, cgroup v2, Slurm)."""
+    from .._io import read_frame
+    from ..recommender import export as export_recommendation
+
+    given = {
+        "active": None if active is None else parse_names(active),
+        "rpc_capacity": rpc_capacity,
+        "target": target if fmt == "tbf" else None,
+        "default_rate": default_rate,
+        "wfq_path": wfq_path,
+        "root": root,
+        "mapping": mapping,
+    }
+    paths = export_recommendation(
+        read_frame(recommended_path, what="recommendation"),
+        fmt,
+        output,
+        **{name: value for name, value in given.items() if value is not None},
+    )
+    for path in paths:
+        echo(f"wrote {path}")

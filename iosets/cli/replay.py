@@ -1,0 +1,194 @@
+"""The replay room's commands: ``generate``, ``replay``, ``replay-requests`` and ``experiment``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from ..errors import InputError
+from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
+from ._output import echo, print_json, progress, show
+from ._parse import parse_numbers, parse_pairs, parse_profile
+from ._tables import Column, field, render_table
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+METRICS_COLUMNS = (
+    Column("policy", field("policy"), justify="left"),
+    Column("utilization", field("utilization", "{:.4f}")),
+    Column("io_slowdown", field("io_slowdown", "{:.3f}")),
+    Column("max_stretch", field("max_stretch", "{:.4f}")),
+)
+"""Phase metrics of one or more policies (records ``{"policy": ..., **PhaseMetrics.to_dict()}``)."""
+
+CLASS_COLUMNS = (
+    Column("class", field("class"), justify="left"),
+    Column("bytes", field("bytes", "{:.0f}")),
+    Column("requests", field("requests")),
+    Column("share", field("share", "{:.3f}")),
+    Column("throughput MB/s", lambda row: f"{row['throughput'] / 1e6:.2f}"),
+    Column("p50 ms", lambda row: f"{row['latency_p50'] * 1e3:.3f}"),
+    Column("p99 ms", lambda row: f"{row['latency_p99'] * 1e3:.3f}"),
+)
+"""Per-class request metrics (the ``classes`` of ``RequestMetrics.to_dict()``)."""
+
+SUMMARY_COLUMNS = (
+    Column("policy", field("policy"), justify="left"),
+    Column("util", field("utilization", "{:.4f}")),
+    Column("IOS", field("io_slowdown", "{:.4f}")),
+    Column("MS", field("max_stretch", "{:.4f}")),
+    Column("util gain %", field("utilization_gain_pct", "{:.4f}")),
+    Column("IOS gain x", field("io_slowdown_vs_ref", "{:.4f}")),
+    Column("MS ratio", field("max_stretch_vs_ref", "{:.4f}")),
+)
+"""The frame of ``iosets.replay.summarize_experiment``."""
+
+
+def metrics_table(runs: dict[str, dict[str, float]], *, title: str, reference: str | None = None) -> RenderableType:
+    """Phase metrics per policy, with each policy's IO-slowdown gain over ``reference`` when given."""
+    rows: list[dict[str, Any]] = [{"policy": policy, **metrics} for policy, metrics in runs.items()]
+    if reference is None:
+        return render_table(rows, METRICS_COLUMNS, title=title)
+    for row in rows:
+        row["gain"] = runs[reference]["io_slowdown"] / row["io_slowdown"]
+    gain = Column(f"IO-slowdown gain vs {reference}", field("gain", "{:.2f}x"))
+    return render_table(rows, (*METRICS_COLUMNS, gain), title=title)
+
+
+def generate(
+    output: Annotated[Path, typer.Option("--output", "-o", help="Workload file (.json) or folder (Parquet pair).")],
+    figure: Annotated[str | None, typer.Option(help=f"Paper preset: {', '.join(FIGURES)}.")] = None,
+    point: Annotated[
+        float | None, typer.Option(help="Swept value of the preset (n_H, b, eta or mu); default: the middle one.")
+    ] = None,
+    profile: Annotated[
+        list[str] | None, typer.Option(help="Job profile COUNT,MU,SIGMA (repeatable) instead of a preset.")
+    ] = None,
+    omega: Annotated[float, typer.Option(help="I/O stress: sum of alpha_io.")] = 0.8,
+    noise: Annotated[float, typer.Option(help="Noise bound b of phase lengths.")] = 0.1,
+    horizon: Annotated[float, typer.Option(help="Horizon h in seconds.")] = 20000.0,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+) -> None:
+    """Generate a workload with the paper's protocol (seed 004, section V-B)."""
+    from ..datasets import make_iosets_workload
+    from ..workload import write_workload
+
+    if figure is not None and profile:
+        raise InputError("give either --figure or --profile, not both")
+    if figure is not None:
+        workload = _figure_workload(figure, point, omega=omega, seed=seed)
+    elif profile:
+        profiles = [parse_profile(text) for text in profile]
+        workload = make_iosets_workload(profiles, omega=omega, noise=noise, horizon=horizon, random_state=seed)
+    else:
+        raise InputError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
+    write_workload(workload, output)
+    echo(f"wrote {output}: {workload.n_jobs} jobs, {workload.phases.height} phases")
+
+
+def _figure_workload(figure: str, point: float | None, *, omega: float, seed: int):
+    """The preset's workload at ``point`` (the sweep's middle point by default), seeded as the sweeps are."""
+    from ..datasets import FIGURES as SWEEPS
+    from ..datasets import figure_seed, make_figure_workload
+
+    sweep = SWEEPS.get(figure)
+    if sweep is None:
+        raise InputError(f"unknown figure {figure!r}; expected one of {', '.join(SWEEPS)}")
+    chosen = sweep.points[len(sweep.points) // 2] if point is None else point
+    return make_figure_workload(figure, chosen, omega=omega, random_state=figure_seed(figure, chosen, seed))
+
+
+def replay(
+    workload: Annotated[Path, typer.Argument(help="Workload .json file or Parquet folder.")],
+    policy: Annotated[str, typer.Option(help=one_of(POLICIES))] = "set-10",
+    timeline: Annotated[Path | None, typer.Option(help="Write the per-phase timeline (.parquet or .csv).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
+) -> None:
+    """Replay a workload under a policy in the C phase engine and print the metrics."""
+    from ..replay import replay_phases
+    from ..workload import read_workload
+
+    result = replay_phases(read_workload(workload), policy)
+    if timeline is not None:
+        from .._io import write_frame
+
+        write_frame(result.timeline, timeline)
+    metrics = result.metrics.to_dict()
+    if as_json:
+        print_json(metrics)
+        return
+    show(metrics_table({policy: metrics}, title=f"{workload} ({result.n_events} events)"))
+
+
+def replay_requests(
+    ops_path: Annotated[Path, typer.Argument(metavar="OPS", help="Ops table (.csv or .parquet).")],
+    scheduler: Annotated[str, typer.Option(help=one_of(SCHEDULERS))] = "fcfs",
+    class_by: Annotated[str, typer.Option(help="Column giving each request's class.")] = "job_id",
+    weight: Annotated[list[str] | None, typer.Option(help="CLASS=WEIGHT (repeatable).")] = None,
+    reservation: Annotated[list[str] | None, typer.Option(help="CLASS=RESERVATION (repeatable).")] = None,
+    limit: Annotated[list[str] | None, typer.Option(help="CLASS=LIMIT (repeatable).")] = None,
+    param: Annotated[list[str] | None, typer.Option(help="Scheduler parameter key=value (repeatable).")] = None,
+    device: Annotated[
+        list[str] | None, typer.Option(help=f"Device parameter key=value: {', '.join(DEVICE_PARAMETERS)}.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
+) -> None:
+    """Replay a request trace through a scheduler and the device model; print per-class shares."""
+    from ..analyzer import read_ops
+    from ..replay import Device
+    from ..replay import replay_requests as replay_trace
+
+    ops = read_ops(ops_path)
+    if class_by not in ops.columns:
+        raise InputError(f"--class-by: {ops_path} has no column {class_by!r}")
+    key = int if ops[class_by].dtype.is_integer() else str  # --weight 3=... names class 3 of an integer column
+    result = replay_trace(
+        ops,
+        scheduler,
+        device=Device.from_strings(device or []),
+        class_by=class_by,
+        weights=parse_pairs(weight, "--weight", key) or None,
+        reservations=parse_pairs(reservation, "--reservation", key) or None,
+        limits=parse_pairs(limit, "--limit", key) or None,
+        **parse_pairs(param, "--param"),
+    )
+    metrics = result.metrics.to_dict()
+    if as_json:
+        print_json(metrics)
+        return
+    title = f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units"
+    show(render_table(metrics["classes"], CLASS_COLUMNS, title=title))
+    echo(
+        f"aggregate {metrics['aggregate_throughput'] / 1e6:.2f} MB/s, Jain {metrics['jain_index']:.3f}, "
+        f"mean aggregation {metrics['mean_aggregation_size']:.2f}",
+        stderr=False,
+    )
+
+
+def experiment(
+    name: Annotated[str, typer.Argument(help=f"Sweep: {', '.join(FIGURES)}.")],
+    seeds: Annotated[int, typer.Option(help="Workloads per point.")] = 3,
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for <name>.csv.")] = Path("results"),
+    points: Annotated[str | None, typer.Option(help="Comma-separated subset of the sweep's points.")] = None,
+) -> None:
+    """Run one of the paper's sweeps over every policy; write DIR/<name>.csv and a summary."""
+    from .._io import write_frame
+    from ..replay import EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
+
+    chosen = None if points is None else parse_numbers(points, "--points")
+    results = run_experiment(
+        name,
+        seeds=seeds,
+        points=chosen,
+        progress=lambda steps: progress(steps, description=name, transient=True),
+    )
+    path = write_frame(results, out_dir / f"{name}.csv")
+    reference = EXPERIMENT_REFERENCE[name]
+    summary = summarize_experiment(results, reference=reference)
+    title = f"{name}: means over {results['point'].n_unique()} points x {seeds} seeds, reference {reference}"
+    caption = "IOS: IO-slowdown, MS: Max Stretch; gains and ratios are against the reference"
+    show(render_table(summary, SUMMARY_COLUMNS, title=title, caption=caption))
+    echo(f"wrote {path}")

@@ -1,0 +1,1 @@
+"""Command-line tests (a package, so that its conftest does not clash with tests/conftest.py)."""
