@@ -35,6 +35,7 @@ lint: $(VENV)/.installed-test
 # and tested from outside the tree so that the sanitized extension is the one imported.
 ASAN_VENV := .venv-asan
 test-asan:
+	rm -rf build  # an in-tree build left by an editable install would be reused without the sanitizer
 	$(PYTHON) -m venv $(ASAN_VENV)
 	IOSETS_SANITIZE=1 $(ASAN_VENV)/bin/python -m pip install --quiet ".[test]"
 	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0 PYTHONMALLOC=malloc \

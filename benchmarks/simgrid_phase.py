@@ -9,7 +9,7 @@ Runs under Debian's system Python with Debian's ``python3-simgrid`` (SimGrid
 3.32 in bookworm; install it with ``benchmarks/setup_simgrid.sh``).  Plain
 stdlib otherwise; it does not import iosets.
 
-Input: a *resolved* workload (DESIGN.md, "Interchange formats"): every job has
+Input: a *resolved* workload (docs/formats.md, "workload phases"): every job has
 an integer ``set`` and a float ``priority`` > 0; ``phases`` is a list of
 ``[t_cpu, io_bytes]``.  Other keys (``w_iter``, ``profile``, ``window``...) are
 ignored.
@@ -25,7 +25,7 @@ printed on stdout.
 Exit codes: 0 ok; 2 bad input (missing/unreadable file, job without set or
 priority, ...); 3 SimGrid not importable.
 
-Model (DESIGN.md, "Phase-level model") and how it is mapped onto SimGrid
+Model (README, "The phase model and its metrics") and how it is mapped onto SimGrid
 -----------------------------------------------------------------------
 * Platform: one host ``fs`` (speed 1 flop/s, unused) carrying one disk with
   read and write bandwidth B (times the byte scale K, see below), built with

@@ -32,6 +32,6 @@ def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], o
         return value
 
     def __dir__() -> list[str]:
-        return sorted(names)
+        return sorted(set(vars(sys.modules[package])) | set(names))
 
     return __getattr__, __dir__

@@ -1,6 +1,6 @@
 """The workload interchange format: jobs made of (t_cpu, io_bytes) phases.
 
-A workload is written as JSON for small cases (DESIGN.md) or as a folder
+A workload is written as JSON for small cases (docs/formats.md) or as a folder
 holding ``jobs.parquet`` and ``phases.parquet`` for large ones.
 """
 
@@ -188,7 +188,7 @@ class Workload:
         return np.where(np.isnan(given), observed, given)
 
     def to_jobs(self) -> pl.DataFrame:
-        """A jobs table (DESIGN.md subset) of the workload: ``job_id``, ``w_iter``, ``alpha_io``
+        """A jobs table (:data:`iosets.schemas.JOBS` subset) of the workload: ``job_id``, ``w_iter``, ``alpha_io``
         (I/O time alone over total time), ``n_phases`` and ``w_iter_confidence`` 1; the inverse
         of :meth:`from_jobs` for periodic jobs."""
         import polars as pl
@@ -222,7 +222,7 @@ class Workload:
         )
 
     def to_dict(self) -> dict:
-        """The JSON form of DESIGN.md (optional job fields only where set)."""
+        """The JSON form of docs/formats.md (optional job fields only where set)."""
         offsets = self.offsets
         pairs = np.column_stack((self.t_cpu, self.io_bytes)).tolist()
         jobs = []

@@ -1,28 +1,46 @@
-"""Datasets: the paper's workload generator, its experiment presets and request workloads."""
+"""Datasets: the paper's workload generator, its experiment presets, request workloads and bundled samples.
 
-from ._figures import FIGURES, FigureSweep, figure_seed, make_figure_workload
-from ._generators import make_iosets_workload
-from ._history import make_job_history
-from ._requests import (
-    make_backlogged_requests,
-    make_bursty_requests,
-    make_hotspot_requests,
-    make_periodic_requests,
-    make_phase_requests,
-    make_strided_writers,
-)
+``make_*`` generate, ``load_*`` read what ships with the package. Names are imported on
+first use (:mod:`iosets._lazy`).
+"""
 
-__all__ = [
-    "FIGURES",
-    "FigureSweep",
-    "figure_seed",
-    "make_backlogged_requests",
-    "make_bursty_requests",
-    "make_figure_workload",
-    "make_hotspot_requests",
-    "make_iosets_workload",
-    "make_job_history",
-    "make_periodic_requests",
-    "make_phase_requests",
-    "make_strided_writers",
-]
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._figures import FIGURES, FigureSweep, figure_seed, make_figure_workload
+    from ._generators import make_iosets_workload
+    from ._history import make_job_history
+    from ._periodic_ops import make_periodic_ops
+    from ._requests import (
+        make_backlogged_requests,
+        make_bursty_requests,
+        make_hotspot_requests,
+        make_periodic_requests,
+        make_phase_requests,
+        make_strided_writers,
+    )
+    from ._samples import DarshanExamples, SampleTraces, load_darshan_examples, load_sample_traces
+
+_EXPORTS = {
+    "FIGURES": "._figures",
+    "FigureSweep": "._figures",
+    "figure_seed": "._figures",
+    "make_figure_workload": "._figures",
+    "make_iosets_workload": "._generators",
+    "make_job_history": "._history",
+    "make_periodic_ops": "._periodic_ops",
+    "make_backlogged_requests": "._requests",
+    "make_bursty_requests": "._requests",
+    "make_hotspot_requests": "._requests",
+    "make_periodic_requests": "._requests",
+    "make_phase_requests": "._requests",
+    "make_strided_writers": "._requests",
+    "DarshanExamples": "._samples",
+    "SampleTraces": "._samples",
+    "load_darshan_examples": "._samples",
+    "load_sample_traces": "._samples",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

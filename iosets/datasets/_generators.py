@@ -85,7 +85,7 @@ def make_iosets_workload(
         raise InputError("profiles: expected at least one job")
 
     w_iter = np.concatenate([_truncated_normal(rng, m, s, c) for c, m, s in zip(counts, mus, sigmas, strict=True)])
-    profile = np.repeat(np.arange(len(counts)), counts)
+    profile_of_job = np.repeat(np.arange(len(counts)), counts)
     n_iter = np.maximum(np.floor(horizon / w_iter), 1).astype(np.int64)
     release = rng.uniform(0.0, w_iter)
     alpha = rng.uniform(0.0, 1.0, n_jobs)
@@ -103,7 +103,7 @@ def make_iosets_workload(
         t_cpu,
         io_bytes,
         w_iter=w_iter,
-        profile=profile,
+        profile=profile_of_job,
         bandwidth=bandwidth,
         horizon=horizon,
         window=(float(window[0]), float(window[1])),
