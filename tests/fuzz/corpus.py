@@ -61,7 +61,7 @@ __all__ = [
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "iosets-fuzz-corpus/1"
 DARSHAN_MAGIC = 6567223
-SHARED_DATA = Path("/work/shared/data/darshan")
+REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "darshan"  # vendored with their licences
 
 KIND_WEIGHTS: dict[str, float] = {
     "flip": 16,  # 1-4 random bytes anywhere, XOR a random non-zero mask
@@ -257,7 +257,7 @@ def zlib_streams(data: bytes, region: Region) -> list[tuple[int, int]]:
 def default_sources() -> dict[Path, float]:
     """The default source logs that exist on this machine, with their weights."""
     spec = importlib.util.find_spec("darshan")
-    dirs = [SHARED_DATA]
+    dirs = [REAL_LOGS]
     if spec is not None and spec.submodule_search_locations:
         dirs.insert(0, Path(next(iter(spec.submodule_search_locations))) / "examples" / "example_logs")
     out = {}
