@@ -30,7 +30,8 @@ def fit_clusters(log_w, *, max_sets: int = 8, random_state: int = 0) -> tuple[np
     order = used[np.argsort(best.means_[used, 0])]
     means = best.means_[order, 0]
     cuts, labels = decision_cuts(means, np.sqrt(best.covariances_[order, 0, 0]), np.log(best.weights_[order]))
-    return cuts, labels, np.power(10.0, -means)
+    with np.errstate(over="ignore"):  # inf for a w_iter near 1e-308 s: the mapping's priority check names it
+        return cuts, labels, np.power(10.0, -means)
 
 
 def decision_cuts(means, sds, log_weights) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,10 @@ def wfq_weights(
     [102400, 10240, 1024]
     """
     max_request = check_count(max_request, "max_request", minimum=1)
+    if max_request > max_weight:
+        raise InputError(
+            f"max_request must be at most {max_weight} (AGIOS keeps a weight in a C int), got {max_request}"
+        )
     p = np.asarray(priorities, dtype=np.float64)
     if p.size == 0:
         return np.empty(0, np.int64)
@@ -82,7 +86,8 @@ def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=
     reservations that sum to at most the capacity over the jobs running at the
     same time (``start``/``end`` dates; all jobs at once without them): when the
     peak exceeds ``bandwidth`` every reservation is scaled down in proportion,
-    with a warning. Jobs without an ``alpha_io`` (NaN) get no reservation (0).
+    with a warning. Jobs without an ``alpha_io`` (NaN) get no reservation (0); an
+    ``alpha_io`` outside [0, 1] is an InputError.
     """
     reservation = rbfq_demands(alpha_io, bandwidth=bandwidth, safety=safety)
     scale = reservation_scale(reservation, bandwidth=bandwidth, start=start, end=end)
@@ -95,8 +100,13 @@ def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=
 
 
 def rbfq_demands(alpha_io, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:
-    """Unscaled reservation per job: ``safety x alpha_io x bandwidth`` (0 without an ``alpha_io``)."""
+    """Unscaled reservation per job: ``safety x alpha_io x bandwidth`` (0 without an ``alpha_io``, NaN)."""
     bandwidth = check_positive(bandwidth, "bandwidth")
     safety = check_positive(safety, "safety")
-    alpha = np.clip(np.asarray(alpha_io, dtype=np.float64), 0.0, 1.0)
+    alpha = np.asarray(alpha_io, dtype=np.float64)
+    bad = np.flatnonzero(~(np.isnan(alpha) | ((alpha >= 0) & (alpha <= 1))))
+    if bad.size:
+        raise InputError(
+            f"alpha_io must be a number in [0, 1] (NaN: unknown), got {float(alpha.flat[bad[0]])!r} at index {bad[0]}"
+        )
     return safety * np.where(np.isnan(alpha), 0.0, alpha) * bandwidth

@@ -11,7 +11,7 @@ import polars as pl
 from .._io import atomic_path
 from .._validation import check_choice
 from ..errors import InputError
-from ..schemas import RECOMMENDATION
+from ..schemas import RECOMMENDED_JOBS
 from ._export_agios import render_agios
 from ._export_cgroup import render_cgroup
 from ._export_slurm import render_json, render_lua
@@ -37,8 +37,8 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
     Parameters
     ----------
     recommended : polars.DataFrame
-        Output of :func:`recommend` or :meth:`Recommender.predict` (the columns of
-        :data:`iosets.schemas.RECOMMENDATION`; ``json``/``lua`` also need ``job_id``,
+        Output of :func:`recommend` or :meth:`Recommender.predict`, at least one job
+        (checked by :data:`iosets.schemas.RECOMMENDED_JOBS`; ``json``/``lua`` also need
         ``user``, ``app``, ``w_iter`` and ``start``, which the recommender learns from).
     fmt : str
         One of :data:`EXPORT_FORMATS`:
@@ -99,20 +99,23 @@ def _paths(out: Path, names: tuple[str, ...]) -> list[Path]:
 
 
 def _check_recommendation(recommended: pl.DataFrame, fmt: str, columns: tuple[str, ...]) -> pl.DataFrame:
-    """``recommended`` typed by :data:`iosets.schemas.RECOMMENDATION`, with the columns ``fmt`` needs."""
+    """``recommended`` checked and typed by :data:`iosets.schemas.RECOMMENDED_JOBS`, with the columns ``fmt`` needs."""
     if not isinstance(recommended, pl.DataFrame):
         raise InputError(f"expected a recommendation (polars DataFrame), got {type(recommended).__name__}")
-    missing = [name for name in RECOMMENDATION.names if name not in recommended.columns]
+    missing = [name for name in RECOMMENDED_JOBS.required if name not in recommended.columns]
     if missing:
         raise InputError(f"not a recommendation: missing column(s) {', '.join(missing)} (run recommend first)")
+    if recommended.height == 0:
+        raise InputError("nothing to export: the recommendation has no job")
     missing = [name for name in columns if name not in recommended.columns]
     if missing:
         raise InputError(f"recommendation: missing column(s) {', '.join(missing)}; the {fmt} export needs them")
+    recommended = RECOMMENDED_JOBS.validate(recommended, source="recommendation", fill_optional=False)
     if "job_id" in columns:
         repeated = recommended.filter(pl.col("job_id").is_duplicated())["job_id"].unique(maintain_order=True)
         if repeated.len():
             raise InputError(f"job_id must be unique; repeated: {', '.join(map(str, repeated[:5]))}")
-    return RECOMMENDATION.validate(recommended, source="recommendation", fill_optional=False)
+    return recommended
 
 
 def _check_options(fmt: str, render, options: dict) -> None:

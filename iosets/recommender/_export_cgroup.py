@@ -1,22 +1,19 @@
 """cgroup v2 export: a script that writes each Slurm job's ``io.weight``."""
 
 import math
-import re
-import shlex
 
 import numpy as np
 import polars as pl
 
 from .. import __version__
 from ..errors import InputError
+from ._shell import check_job_ids, shell_word
 
 IO_WEIGHT_MAX = 10_000
 """cgroup v2 weights range over 1..10000 (default 100)."""
 
 SLURM_CGROUP_ROOT = "/sys/fs/cgroup/system.slice/slurmstepd.scope"
 """Parent of the ``job_<id>`` cgroups of Slurm's cgroup/v2 plugin (``<node>_slurmstepd.scope`` with several slurmd)."""
-
-_JOB_DIR = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 def cgroup_exponent(priorities) -> float:
@@ -54,18 +51,18 @@ def cgroup_weights(priorities) -> np.ndarray:
 
 def render_cgroup(recommended: pl.DataFrame, *, generated: str, root: str = SLURM_CGROUP_ROOT) -> tuple[str]:
     """A shell script writing ``default <weight>`` to each job's ``io.weight`` (jobs not on the node are skipped)."""
-    job_ids = recommended["job_id"].cast(pl.String)
-    bad = [job for job in job_ids.to_list() if job is None or not _JOB_DIR.fullmatch(job)]
-    if bad:
-        raise InputError(f"job ids must be cgroup directory names (letters, digits, _ . -), got {bad[0]!r}")
+    job_ids = check_job_ids(recommended["job_id"].cast(pl.String).to_list(), "a cgroup directory name (job_<id>)")
+    if not isinstance(root, str) or not root.startswith("/"):
+        raise InputError(f"root must be an absolute path (the parent of the job_<id> cgroups), got {root!r}")
     priority = recommended["priority"].to_numpy()
     weights = cgroup_weights(priority)
     lines = [
         *_cgroup_header(generated, priority),
-        f'CGROUP_ROOT="${{CGROUP_ROOT:-{root}}}"',
+        f"default_root={shell_word(root, 'root')}",
+        'CGROUP_ROOT="${CGROUP_ROOT:-$default_root}"',
         'weight() { [ -d "$CGROUP_ROOT/job_$1" ] || return 0; echo "default $2" > "$CGROUP_ROOT/job_$1/io.weight"; }',
     ]
-    lines += [f"weight {shlex.quote(job)} {w}" for job, w in zip(job_ids.to_list(), weights.tolist(), strict=True)]
+    lines += [f"weight {shell_word(job, 'job id')} {w}" for job, w in zip(job_ids, weights.tolist(), strict=True)]
     return ("\n".join(lines) + "\n",)
 
 

@@ -1,7 +1,6 @@
 """Lustre NRS TBF export: ``lctl set_param`` rules by jobid, with rates for the jobs active now."""
 
 import re
-import shlex
 
 import numpy as np
 import polars as pl
@@ -9,6 +8,7 @@ import polars as pl
 from .. import __version__
 from .._validation import check_positive
 from ..errors import InputError
+from ._shell import check_job_ids, shell_word
 
 TBF_TARGET = "ost.OSS.ost_io"
 """Default NRS service: the OSS bulk I/O service."""
@@ -19,7 +19,7 @@ TBF_MAX_RATE = 1_000_000
 _MAX_RULE_NAME = 15  # MAX_TBF_NAME is 16 bytes with the terminating NUL
 _MAX_COMMAND = 4095  # LPROCFS_WR_NRS_TBF_MAX_CMD is 4096 bytes with the NUL
 _RULE_NAME = re.compile(rf"[A-Za-z0-9_]{{1,{_MAX_RULE_NAME}}}")
-_JOBID = re.compile(r"[^\s{}*]+")
+_TARGET = re.compile(r"[A-Za-z][A-Za-z0-9_.*-]*")  # a leading '-' would be an lctl option
 _RULE_PREFIX = "iosets_"
 
 
@@ -103,12 +103,10 @@ def render_tbf(
     default_rate: int | None = None,
 ) -> tuple[str]:
     """A shell script of ``lctl set_param`` commands: TBF by jobid, one rule per set (see :func:`tbf_rates`)."""
-    if not re.fullmatch(r"[A-Za-z0-9_.*-]+", target):
+    if not isinstance(target, str) or not _TARGET.fullmatch(target):
         raise InputError(f"target must be an lctl service path such as {TBF_TARGET!r}, got {target!r}")
     rates = tbf_rates(recommended, active, rpc_capacity)
-    bad = rates.filter(~pl.col("job_id").str.contains(f"^{_JOBID.pattern}$"))["job_id"]
-    if bad.len():
-        raise InputError(f"job ids in TBF rules cannot hold spaces, braces or '*': {bad[0]!r}")
+    check_job_ids(rates["job_id"].to_list(), "a TBF rule (jobid={...})")
     lines = [*_tbf_header(generated, rpc_capacity, target), "set -e", _set_param(target, "nrs_policies", "tbf jobid")]
     lines += _stop_previous(target)
     if default_rate is not None:
@@ -138,15 +136,15 @@ def _tbf_header(generated: str, rpc_capacity: float, target: str) -> list[str]:
 
 
 def _set_param(target: str, name: str, value: str) -> str:
-    return f"lctl set_param {shlex.quote(f'{target}.{name}={value}')}"
+    return f"lctl set_param {shell_word(f'{target}.{name}={value}', 'lctl parameter')}"
 
 
 def _stop_previous(target: str) -> list[str]:
     """Commands that stop every rule a previous run started (their names begin with iosets_)."""
-    listing = f"lctl get_param -n {shlex.quote(f'{target}.nrs_tbf_rule')}"
+    listing = f"lctl get_param -n {shell_word(f'{target}.nrs_tbf_rule', 'target')}"
     return [
-        f"for rule in $({listing} | awk '$1 ~ /^{_RULE_PREFIX}/ {{print $1}}' | sort -u); do",
-        f'    lctl set_param {shlex.quote(f"{target}.nrs_tbf_rule=")}"stop $rule"',
+        f"for rule in $({listing} | awk '$1 ~ /^{_RULE_PREFIX}[A-Za-z0-9_]+$/ {{print $1}}' | sort -u); do",
+        f'    lctl set_param {shell_word(f"{target}.nrs_tbf_rule=", "target")}"stop $rule"',
         "done",
     ]
 

@@ -25,7 +25,7 @@ from threadpoolctl import threadpool_limits
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ._params import Params
+from ._params import Params, check_fraction
 from ._trees import FlatTrees
 
 HISTORY_COLUMNS = ("app", "user", "start", "w_iter")
@@ -128,11 +128,17 @@ def _leave_one_out(rows: pl.DataFrame, units: pl.DataFrame, by: str, unit: list[
     return out.with_columns(mean.alias(name)).drop("_s", "_n", "_own")
 
 
-def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Series:
-    """log10 of a positive numeric column (null stays null); InputError names the first bad row."""
+def _float_column(frame: pl.DataFrame, column: str, where: str) -> pl.Series:
+    """A numeric column as Float64 (null stays null); InputError if a value is not a number."""
     values = frame[column].cast(pl.Float64, strict=False)
     if values.null_count() > frame[column].null_count():
         raise InputError(f"{where} column {column!r}: expected numbers, got {frame[column].dtype}")
+    return values
+
+
+def _log_column(frame: pl.DataFrame, column: str, where: str) -> pl.Series:
+    """log10 of a positive numeric column (null stays null); InputError names the first bad row."""
+    values = _float_column(frame, column, where)
     bad = (values <= 0) | values.is_nan()
     if bad.any():
         row = int(bad.arg_true()[0])
@@ -205,8 +211,7 @@ class WIterEstimator(Params):
         """
         check_positive(self.halflife, "halflife")
         check_count(self.min_jobs, "min_jobs", minimum=1)
-        if not 0 <= check_positive(self.min_confidence, "min_confidence", strict=False) <= 1:
-            raise InputError(f"min_confidence must be in [0, 1], got {self.min_confidence!r}")
+        check_fraction(self.min_confidence, "min_confidence")
         if not isinstance(history, pl.DataFrame):
             raise InputError(f"history must be a polars DataFrame, got {type(history).__name__}")
         missing = [c for c in HISTORY_COLUMNS if c not in history.columns]
@@ -217,7 +222,7 @@ class WIterEstimator(Params):
 
         x = _log_column(history, "w_iter", "history")
         if "w_iter_confidence" in history.columns:
-            c = history["w_iter_confidence"].cast(pl.Float64, strict=False).fill_null(1.0)
+            c = _float_column(history, "w_iter_confidence", "history").fill_null(1.0)
             bad = ~((c >= 0) & (c <= 1))
             if bad.any():
                 row = int(bad.arg_true()[0])
@@ -312,8 +317,14 @@ class WIterEstimator(Params):
         weight = usable["c"].to_numpy() / per_app  # each app weighs the same
         weight *= len(weight) / weight.sum()
 
-        def regressor():
-            return HistGradientBoostingRegressor(
+        def regressor(rows: np.ndarray) -> HistGradientBoostingRegressor:
+            """The regressor fitted on ``rows``; a feature without any value there becomes 0, never split on.
+
+            (scikit-learn's binning fails on an all-NaN column: e.g. user_w when no user ran two apps.)
+            """
+            X_rows = X[rows]
+            X_rows[:, np.isnan(X_rows).all(axis=0)] = 0.0
+            model = HistGradientBoostingRegressor(
                 learning_rate=0.05,
                 max_iter=200,
                 max_leaf_nodes=15,
@@ -321,10 +332,11 @@ class WIterEstimator(Params):
                 l2_regularization=1.0,
                 random_state=self.random_state,
             )
+            return model.fit(X_rows, y[rows], sample_weight=weight[rows])
 
         held_out = np.empty_like(y)
         for train, test in GroupKFold(n_splits=min(5, n_apps)).split(X, y, apps):
-            held_out[test] = regressor().fit(X[train], y[train], sample_weight=weight[train]).predict(X[test])
+            held_out[test] = regressor(train).predict(X[test])
         err = np.abs(held_out - y)
         hit = (err < HALF_SET).astype(np.float64)
         level = self._level(X)
@@ -334,7 +346,7 @@ class WIterEstimator(Params):
             enough = len(np.unique(apps[sel])) >= MIN_LEVEL_APPS
             self.model_confidence_[lv] = float(np.average(hit[sel], weights=weight[sel])) if enough else overall
         self.model_error_ = float(np.median(err))
-        self.model_ = regressor().fit(X, y, sample_weight=weight)
+        self.model_ = regressor(np.arange(len(y)))
 
     def _level(self, X: np.ndarray) -> np.ndarray:
         """Context level of feature rows: 1 if the user has other apps, + 2 if the code name has."""

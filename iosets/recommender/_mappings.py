@@ -3,6 +3,7 @@
 import re
 import warnings
 from dataclasses import dataclass, replace
+from numbers import Integral
 from typing import TypeVar
 
 import numpy as np
@@ -11,28 +12,45 @@ import numpy.typing as npt
 from .._validation import check_positive
 from ..errors import InputError
 from ._clusters import fit_clusters
+from ._params import check_fraction
 
 MAPPINGS = ("set-10", "set-b", "gmm")
 """Set mappings: SET-10, SET-b (``base=`` or ``set-<b>``, e.g. ``set-2``), Gaussian mixture over log w_iter."""
+
+PRIORITY_RANGE = (1e-150, 1e150)
+"""Priorities a mapping may give (about 1 / w_iter): the ratio of any two, a weight, stays a finite float64."""
 
 _SET_B = re.compile(r"set-(\d+(?:\.\d+)?)")
 _Name = TypeVar("_Name", str, None)
 
 
 def _check_w_iter(w_iter) -> np.ndarray:
-    """``w_iter`` as a float array, every value > 0."""
+    """``w_iter`` as a float array, every value finite and > 0."""
     w = np.asarray(w_iter, dtype=np.float64)
-    if np.any(~(w > 0)):
-        bad = np.flatnonzero(~(w > 0))[0]
-        raise InputError(f"w_iter must be > 0, got {float(w.flat[bad])!r} at index {bad}")
+    bad = np.flatnonzero(~((w > 0) & np.isfinite(w)))
+    if bad.size:
+        raise InputError(f"w_iter must be a finite number > 0, got {float(w.flat[bad[0]])!r} at index {bad[0]}")
     return w
 
 
 def _check_base(base: float) -> float:
-    check_positive(base, "base")
-    if base == 1:
-        raise InputError("base must differ from 1")
+    """A base > 1: below 1, a higher set would get a higher priority."""
+    if not check_positive(base, "base") > 1:
+        raise InputError(f"base must be a finite number > 1, got {base!r}")
     return float(base)
+
+
+def _check_priorities(priority: np.ndarray, sets: np.ndarray) -> np.ndarray:
+    """``priority`` if every value lies in :data:`PRIORITY_RANGE`; else an InputError naming the set."""
+    low, high = PRIORITY_RANGE
+    bad = np.flatnonzero(~((priority >= low) & (priority <= high)))
+    if bad.size:
+        raise InputError(
+            f"set {int(sets.flat[bad[0]])} would get priority {float(priority.flat[bad[0]]):.3g}, outside "
+            f"{low:g}..{high:g} where the weights (ratios of priorities) stay finite: a w_iter of about "
+            "1 / priority, or such a conservative set, is too extreme"
+        )
+    return priority
 
 
 def map_sets(w_iter, *, base: float = 10.0) -> np.ndarray:
@@ -52,9 +70,11 @@ def map_sets(w_iter, *, base: float = 10.0) -> np.ndarray:
 
 
 def set_priorities(sets, *, base: float = 10.0) -> np.ndarray:
-    """Priority of each set: base ** -set (SET-10: S1 -> 0.1, S2 -> 0.01)."""
+    """Priority of each set: base ** -set (SET-10: S1 -> 0.1, S2 -> 0.01), within :data:`PRIORITY_RANGE`."""
     base = _check_base(base)
-    return np.power(base, -np.asarray(sets, dtype=np.float64))
+    sets = np.asarray(sets)
+    with np.errstate(over="ignore"):  # an overflow is inf, which the check names
+        return _check_priorities(np.power(base, -sets.astype(np.float64)), sets)
 
 
 def cluster_sets(w_iter, *, max_sets: int = 8, random_state: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -117,8 +137,11 @@ class SetMapping:
     lowest_priority: float | None = None
 
     def priorities(self, sets: npt.ArrayLike) -> np.ndarray:
-        """Priority of each set."""
-        return self.priority_of[np.asarray(sets)] if self.base is None else set_priorities(sets, base=self.base)
+        """Priority of each set, within :data:`PRIORITY_RANGE`."""
+        if self.base is not None:
+            return set_priorities(sets, base=self.base)
+        sets = np.asarray(sets)
+        return _check_priorities(self.priority_of[sets], sets)
 
     def classify(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``(sets, conservative)`` of jobs; ``w_iter`` NaN where unknown."""
@@ -155,6 +178,11 @@ def fit_mapping(
     down known ones; ``gmm`` adds a set a decade below its clusters for it.
     """
     set_base = mapping_base(mapping, base)
+    check_fraction(min_confidence, "min_confidence")
+    if conservative_set is not None and (
+        isinstance(conservative_set, bool) or not isinstance(conservative_set, Integral)
+    ):
+        raise InputError(f"conservative_set must be an integer, got {conservative_set!r}")
     w = np.asarray(w_iter, dtype=np.float64)
     ok = (w > 0) & (np.asarray(confidence, dtype=np.float64) >= min_confidence)
     cuts, labels, priority_of = np.empty(0), np.empty(0, np.int64), np.empty(0)

@@ -1,6 +1,19 @@
-"""The scikit-learn habit of estimators: ``__init__`` stores its keyword parameters; ``get_params`` reads them back."""
+"""The scikit-learn habit of estimators: ``__init__`` stores its keyword parameters; ``get_params`` reads them back.
+
+Parameters are checked when they are used (at ``fit``); :func:`check_fraction` checks a probability.
+"""
 
 import inspect
+
+from .._validation import check_positive
+from ..errors import InputError
+
+
+def check_fraction(value, name: str) -> float:
+    """``value`` as float if it is a number in [0, 1]; else an InputError naming ``name``."""
+    if not 0 <= check_positive(value, name, strict=False) <= 1:
+        raise InputError(f"{name} must be in [0, 1], got {value!r}")
+    return float(value)
 
 
 class Params:

@@ -3,7 +3,7 @@
 import numpy as np
 import polars as pl
 
-from .._validation import check_positive
+from .._validation import check_count, check_positive
 from ..errors import InputError
 from ..schemas import JOBS, RECOMMENDATION, SET_SUMMARY
 from ._enforcement import rbfq_reservations, wfq_weights
@@ -31,7 +31,25 @@ def evidence(jobs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 def check_jobs(jobs: pl.DataFrame, source: str = "jobs table", require: tuple[str, ...] = ()) -> pl.DataFrame:
     """A jobs table with a ``w_iter`` column, typed by :data:`iosets.schemas.JOBS` (its columns kept as they are)."""
-    return JOBS.validate(jobs, source=source, require=["w_iter", *require], fill_optional=False)
+    return JOBS.validate(jobs, source=source, require=list(dict.fromkeys(["w_iter", *require])), fill_optional=False)
+
+
+def check_enforcement(bandwidth: float | None, max_request: int, safety: float, limit: float | None) -> None:
+    """InputError for an enforcement parameter out of range, used by this call or not.
+
+    ``bandwidth``, ``safety``: finite numbers > 0; ``max_request``: an integer >= 1;
+    ``limit``: a fraction of ``bandwidth`` in (0, 1], so it needs one.
+    """
+    if bandwidth is not None:
+        check_positive(bandwidth, "bandwidth")
+    check_count(max_request, "max_request", minimum=1)
+    check_positive(safety, "safety")
+    if limit is None:
+        return
+    if not 0 < check_positive(limit, "limit") <= 1:
+        raise InputError(f"limit must be a fraction of the bandwidth in (0, 1], got {limit!r}")
+    if bandwidth is None:
+        raise InputError("limit is a fraction of the bandwidth: give a bandwidth too")
 
 
 def with_recommendation(
@@ -49,6 +67,7 @@ def with_recommendation(
     jobs ``rule`` was fitted on; reservations are scaled over these jobs (see
     :func:`recommend`).
     """
+    check_enforcement(bandwidth, max_request, safety, limit)
     sets, priority, conservative = rule.assign(*evidence(jobs))
     lowest = min(priority.min(initial=np.inf), np.inf if rule.lowest_priority is None else rule.lowest_priority)
     reservation = limit_rate = np.full(jobs.height, np.nan)
@@ -59,7 +78,7 @@ def with_recommendation(
         start, end = column(jobs, "start"), column(jobs, "end")
         reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety, start=start, end=end)
         if limit is not None:
-            limit_rate = np.full(jobs.height, check_positive(limit, "limit") * bandwidth)
+            limit_rate = np.full(jobs.height, limit * bandwidth)
     columns = {
         "set": sets,
         "priority": priority,
@@ -144,7 +163,7 @@ def recommend(
         jobs running at the same time (``start``/``end`` columns when present, else all
         jobs) would reserve more than ``bandwidth``.
     limit : float, default=None
-        RBFQ upper bound per job as a fraction of ``bandwidth`` (None: no limit).
+        RBFQ upper bound per job as a fraction of ``bandwidth``, in (0, 1] (None: no limit).
     random_state : int, default=0
         Seed of the ``gmm`` mapping.
     policy : str, default=None

@@ -46,7 +46,7 @@ class Recommender(Params):
     safety : float, default=1.5
         RBFQ reservation = safety x alpha_io x bandwidth.
     limit : float, default=None
-        RBFQ upper bound per job, as a fraction of ``bandwidth``.
+        RBFQ upper bound per job, as a fraction of ``bandwidth``, in (0, 1].
     random_state : int, default=0
         Seed of ``gmm``.
     estimator : WIterEstimator, default=None
@@ -149,7 +149,7 @@ class Recommender(Params):
         sets = [*self.sets_["set"].to_list(), self.mapping_.conservative_set]
         with warnings.catch_warnings():  # capped WFQ weights: the history's recommendation warned already
             warnings.simplefilter("ignore", UserWarning)
-            self._terms = self._terms_of(range(min(sets), max(sets) + 1))
+            self._terms = self._terms_of(sorted(set(sets)))  # not the range between: set-1.000001 has millions
         self.pairs_, self.apps_ = self._lookups()
         return self
 

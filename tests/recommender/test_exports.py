@@ -222,12 +222,6 @@ def test_tbf_errors(recommended, tmp_path, options, message):
     assert not list(tmp_path.iterdir())
 
 
-def test_tbf_rejects_job_ids_that_break_a_rule(tmp_path):
-    rec = recommend(pl.DataFrame({"job_id": ["a b"], "w_iter": [10.0]}))
-    with pytest.raises(InputError, match="cannot hold spaces, braces or"):
-        export(rec, "tbf", tmp_path, active=["a b"], rpc_capacity=10)
-
-
 # ---- cgroup v2 -------------------------------------------------------------------------------------------------------
 
 
@@ -267,12 +261,6 @@ def test_cgroup_header_says_when_it_compresses(tmp_path):
     assert "priorities span 1e+05x > 10000x, so g = 0.8" in path.read_text()
     applied = apply_cgroup_script(path, tmp_path / "cg", [str(k) for k in range(6)])
     assert [int(applied[str(k)].split()[1]) for k in range(6)] == [10000, 1585, 251, 40, 6, 1]
-
-
-def test_cgroup_rejects_job_ids_that_are_not_directory_names(tmp_path):
-    rec = recommend(pl.DataFrame({"job_id": ["../x"], "w_iter": [10.0]}))
-    with pytest.raises(InputError, match="job ids must be cgroup directory names"):
-        export(rec, "cgroup", tmp_path)
 
 
 # ---- JSON and Lua for Slurm ------------------------------------------------------------------------------------------

@@ -27,7 +27,14 @@ def test_other_bases():
     assert set_priorities([3], base=2).tolist() == [0.125]
 
 
-@pytest.mark.parametrize("w, message", [([1, 0], "w_iter must be > 0, got 0.0 at index 1"), ([np.nan], "w_iter")])
+@pytest.mark.parametrize(
+    "w, message",
+    [
+        ([1, 0], "w_iter must be a finite number > 0, got 0.0 at index 1"),
+        ([np.nan], "w_iter must be a finite number > 0, got nan at index 0"),
+        ([np.inf], "w_iter must be a finite number > 0, got inf at index 0"),
+    ],
+)
 def test_nonpositive_w_iter_is_rejected(w, message):
     with pytest.raises(InputError, match=message):
         map_sets(w)

@@ -150,7 +150,7 @@ def test_rbfq_parameters_replayed_meet_the_reservations():
     "kwargs, message",
     [
         ({"mapping": "set-x"}, "unknown mapping 'set-x'"),
-        ({"mapping": "set-1"}, "base must differ from 1"),
+        ({"mapping": "set-1"}, "base must be a finite number > 1, got 1.0"),
         ({"mapping": "gmm", "conservative_set": 5}, r"conservative_set 5 must lie in 0\.\.2"),
         ({"bandwidth": -1.0}, "bandwidth must be"),
         ({"max_request": 0}, "max_request"),

@@ -21,14 +21,21 @@ local IOSETS_RELOAD = 60
 local iosets_table = nil
 local iosets_loaded_at = 0
 
+-- a table of the layout this hook reads (another file would make every lookup fail)
+local function iosets_document(t)
+	return type(t) == "table" and t.version == 1 and type(t.users) == "table" and type(t.apps) == "table"
+		and type(t.default) == "table"
+end
+
 local function iosets_load()
 	local now = os.time()
 	if iosets_table == nil or now - iosets_loaded_at >= IOSETS_RELOAD then
 		local ok, t = pcall(dofile, IOSETS_FILE)
-		if ok and type(t) == "table" then
+		if ok and iosets_document(t) then
 			iosets_table = t
 		else
-			slurm.log_error("iosets: cannot load %s: %s", IOSETS_FILE, tostring(t))
+			local why = ok and "not an iosets document (version 1)" or tostring(t)
+			slurm.log_error("iosets: cannot load %s: %s", IOSETS_FILE, why)
 		end
 		iosets_loaded_at = now
 	end
