@@ -5,6 +5,9 @@ from numbers import Integral, Real
 
 from .errors import InputError
 
+C_INT_MAX = 2**31 - 1
+"""The largest value a C ``int`` of the engine holds (``check_count(..., maximum=C_INT_MAX)``)."""
+
 
 def check_positive(value, name: str, *, strict: bool = True) -> float:
     """Return ``value`` as float if it is a finite number > 0 (>= 0 if not strict)."""
@@ -15,10 +18,12 @@ def check_positive(value, name: str, *, strict: bool = True) -> float:
     return float(value)
 
 
-def check_count(value, name: str, *, minimum: int = 0) -> int:
-    """Return ``value`` if it is an integer >= ``minimum``."""
-    if not isinstance(value, Integral) or isinstance(value, bool) or value < minimum:
-        raise InputError(f"{name} must be an integer >= {minimum}, got {value!r}")
+def check_count(value, name: str, *, minimum: int = 0, maximum: int | None = None) -> int:
+    """Return ``value`` if it is an integer >= ``minimum`` (and <= ``maximum``)."""
+    ok = isinstance(value, Integral) and not isinstance(value, bool)
+    if not ok or int(value) < minimum or (maximum is not None and int(value) > maximum):
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        raise InputError(f"{name} must be an integer {bound}, got {value!r}")
     return int(value)
 
 

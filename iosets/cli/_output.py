@@ -66,6 +66,11 @@ def show_warning(message: str) -> None:
     echo(("warning:", "yellow"), " ", message)
 
 
+def show_note(message: str) -> None:
+    """``note: <message>`` on stderr: why a result is what it is (a metric that could not be computed)."""
+    echo(("note:", "cyan"), " ", message)
+
+
 def show(renderable: RenderableType) -> None:
     """A table (or any Rich renderable) on stdout."""
     console().print(renderable)
@@ -75,20 +80,24 @@ def progress(steps: Iterable[T], *, description: str, total: int | None = None, 
     """``steps`` with a progress bar on stderr when stderr is a terminal, unchanged otherwise."""
     if not _is_terminal(stderr=True):
         return steps
+    from rich.markup import escape
     from rich.progress import track
 
-    return track(steps, description=description, total=total, console=console(stderr=True), transient=transient)
+    return track(steps, description=escape(description), total=total, console=console(stderr=True), transient=transient)
+
+
+def computed(value: Any) -> Any:
+    """``value``, or None for a float that could not be computed (NaN, infinite)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _finite(value: Any) -> Any:
     """``value`` with every NaN or infinite float, however deeply nested, replaced by None."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_finite(item) for item in value]
-    return value
+    return computed(value)
 
 
 def print_json(data: Any) -> None:

@@ -23,6 +23,14 @@ def parse_numbers(text: str, option: str) -> list[float]:
     return numbers
 
 
+def parse_window(text: str) -> tuple[float, float]:
+    """``T_BEGIN,T_END`` (``"600,1400"``) of ``--window``."""
+    numbers = parse_numbers(text, "--window")
+    if len(numbers) != 2:
+        raise InputError(f"--window: expected T_BEGIN,T_END such as 600,1400, got {text!r}")
+    return numbers[0], numbers[1]
+
+
 def parse_names(text: str) -> list[str]:
     """Comma-separated names (``"j0,j20"``), blanks dropped."""
     return [name.strip() for name in text.split(",") if name.strip()]
@@ -39,6 +47,8 @@ def parse_pairs(items: list[str] | None, option: str, key: Callable[[str], objec
             converted = key(name)
         except ValueError:
             raise InputError(f"{option}: unexpected key {name!r} in {item!r}") from None
+        if converted in pairs:
+            raise InputError(f"{option}: {name} given twice")
         pairs[converted] = parse_number(value, f"{option} {name}")
     return pairs
 

@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._output import computed
+
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
@@ -23,10 +25,11 @@ class Column:
 
 
 def field(name: str, template: str = "{}", *, missing: str = "-") -> Callable[[Row], str]:
-    """The cell showing ``row[name]`` through ``template`` (``"{:.4f}"``), or ``missing`` when it is None."""
+    """The cell showing ``row[name]`` through ``template`` (``"{:.4f}"``), or ``missing`` when it is None or
+    a NaN or infinite float (a number that could not be computed; ``--json`` prints it as null)."""
 
     def cell(row: Row) -> str:
-        value = row[name]
+        value = computed(row[name])
         return missing if value is None else template.format(value)
 
     return cell

@@ -32,21 +32,26 @@ def analyze(
     dask: Annotated[str | None, typer.Option(help="Run on Dask: 'local' or a scheduler address.")] = None,
 ) -> None:
     """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table."""
+    logs = paths or []
+    if ops is None and not logs:
+        raise InputError("give Darshan logs, folders or manifests, or --ops FILE")
+    if ops is not None and logs:
+        raise InputError("give Darshan logs, folders or manifests, or --ops FILE, not both")
+    from .._io import check_output, write_frame
+
+    check_output(output, what="jobs table")
     if ops is not None:
-        from .._io import write_frame
         from ..analyzer import analyze_ops, read_ops
 
         jobs = analyze_ops(read_ops(ops))
         write_frame(jobs, output)
         echo(f"wrote {output}: {jobs.height} jobs from {ops}")
         return
-    if not paths:
-        raise InputError("give Darshan logs, folders or manifests, or --ops FILE")
-    from .._io import write_frame
     from ..analyzer import analyze as analyze_logs
 
+    errors_path = check_output(output.with_name(f"{output.stem}.errors{output.suffix}"), what="errors table")
     result = analyze_logs(
-        paths,
+        logs,
         workers=workers,
         dask=dask,
         progress=lambda done, total: progress(done, total=total, description="analyzing"),
@@ -54,7 +59,7 @@ def analyze(
     write_frame(result.jobs, output)
     echo(f"wrote {output}: {result.jobs.height} jobs")
     if result.errors.height:
-        errors_path = write_frame(result.errors, output.with_name(f"{output.stem}.errors{output.suffix}"))
+        write_frame(result.errors, errors_path)
         echo((f"{result.errors.height} logs failed", "yellow"), f", listed in {errors_path}:")
         for reason in result.errors["reason"].head(SHOWN_PROBLEMS):
             echo(f"  {reason}")
@@ -77,9 +82,10 @@ def ingest(
     """Write the ops table of one trace."""
     import warnings
 
-    from .._io import write_frame
+    from .._io import check_output, write_frame
     from ..analyzer import ingest as ingest_trace
 
+    check_output(output, what="ops table")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the skip report below says it all
         pair = ingest_trace(

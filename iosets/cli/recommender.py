@@ -116,16 +116,18 @@ def recommend(
         "limit": limit,
     }
     if for_job is not None or history is not None:
-        if history is None or for_job is None or jobs_path is not None:
-            raise InputError("estimating a new job takes --history H and --for app=...,user=... (and no JOBS)")
+        if history is None or for_job is None or jobs_path is not None or output is not None:
+            raise InputError("estimating a new job takes --history H and --for app=...,user=... (and no JOBS nor -o)")
         _recommend_new_job(history, parse_fields(for_job, "--for"), mapping, min_confidence, options, as_json)
         return
     if jobs_path is None:
         raise InputError("give a jobs table, or --history H --for app=...,user=...")
-    from .._io import read_frame, write_frame
+    from .._io import check_output, read_frame, write_frame
     from ..recommender import recommend as recommend_jobs
     from ..recommender import set_summary
 
+    if output is not None:
+        check_output(output, what="recommendation")
     with warnings_to_stderr():
         recommended = recommend_jobs(
             read_frame(jobs_path, what="jobs table"), mapping, min_confidence=min_confidence, **options
@@ -214,8 +216,11 @@ def export(
     ] = None,
 ) -> None:
     """Write a recommendation as files an enforcement layer applies (AGIOS, Lustre TBF, cgroup v2, Slurm)."""
-    from .._io import read_frame
+    from .._io import check_folder, read_frame
     from ..recommender import export as export_recommendation
+
+    # as the export does: a folder, or a name without suffix, gets the default file names
+    check_folder(output if output.is_dir() or not output.suffix else output.parent, what=f"{fmt} export")
 
     given = {
         "active": None if active is None else parse_names(active),

@@ -9,8 +9,8 @@ import typer
 
 from ..errors import InputError
 from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
-from ._output import echo, print_json, progress, show
-from ._parse import parse_numbers, parse_pairs, parse_profile
+from ._output import echo, print_json, progress, show, show_note
+from ._parse import parse_numbers, parse_pairs, parse_profile, parse_window
 from ._tables import Column, field, render_table
 
 if TYPE_CHECKING:
@@ -70,21 +70,35 @@ def generate(
     omega: Annotated[float, typer.Option(help="I/O stress: sum of alpha_io.")] = 0.8,
     noise: Annotated[float, typer.Option(help="Noise bound b of phase lengths.")] = 0.1,
     horizon: Annotated[float, typer.Option(help="Horizon h in seconds.")] = 20000.0,
+    window: Annotated[
+        str | None, typer.Option(help="Metric window T_BEGIN,T_END (s) of --profile; default: 0.3 h,0.7 h.")
+    ] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Generate a workload with the paper's protocol (seed 004, section V-B)."""
+    from .._io import check_output
     from ..datasets import make_iosets_workload
     from ..workload import write_workload
 
     if figure is not None and profile:
         raise InputError("give either --figure or --profile, not both")
+    if figure is None and not profile:
+        raise InputError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
+    if figure is not None and window is not None:
+        raise InputError("--window applies to --profile; a --figure preset keeps the paper's window")
+    check_output(output if output.suffix == ".json" else output / "jobs.parquet", suffixes=(), what="workload")
     if figure is not None:
         workload = _figure_workload(figure, point, omega=omega, seed=seed)
-    elif profile:
-        profiles = [parse_profile(text) for text in profile]
-        workload = make_iosets_workload(profiles, omega=omega, noise=noise, horizon=horizon, random_state=seed)
     else:
-        raise InputError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
+        profiles = [parse_profile(text) for text in profile or ()]
+        workload = make_iosets_workload(
+            profiles,
+            omega=omega,
+            noise=noise,
+            horizon=horizon,
+            window=None if window is None else parse_window(window),
+            random_state=seed,
+        )
     write_workload(workload, output)
     echo(f"wrote {output}: {workload.n_jobs} jobs, {workload.phases.height} phases")
 
@@ -108,14 +122,17 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
 ) -> None:
     """Replay a workload under a policy in the C phase engine and print the metrics."""
+    from .._io import check_output, write_frame
     from ..replay import replay_phases
     from ..workload import read_workload
 
+    if timeline is not None:
+        check_output(timeline, what="timeline")
     result = replay_phases(read_workload(workload), policy)
     if timeline is not None:
-        from .._io import write_frame
-
         write_frame(result.timeline, timeline)
+    for name, why in result.metrics.notes.items():
+        show_note(f"{name}: {why}")
     metrics = result.metrics.to_dict()
     if as_json:
         print_json(metrics)
@@ -175,17 +192,18 @@ def experiment(
     points: Annotated[str | None, typer.Option(help="Comma-separated subset of the sweep's points.")] = None,
 ) -> None:
     """Run one of the paper's sweeps over every policy; write DIR/<name>.csv and a summary."""
-    from .._io import write_frame
+    from .._io import check_output, write_frame
     from ..replay import EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
 
     chosen = None if points is None else parse_numbers(points, "--points")
+    path = check_output(out_dir / f"{name}.csv", what="results")
     results = run_experiment(
         name,
         seeds=seeds,
         points=chosen,
         progress=lambda steps: progress(steps, description=name, transient=True),
     )
-    path = write_frame(results, out_dir / f"{name}.csv")
+    write_frame(results, path)
     reference = EXPERIMENT_REFERENCE[name]
     summary = summarize_experiment(results, reference=reference)
     title = f"{name}: means over {results['point'].n_unique()} points x {seeds} seeds, reference {reference}"

@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from iosets.cli._output import echo, print_json, show, show_error, show_warning, warnings_to_stderr
-from iosets.cli._parse import parse_fields, parse_numbers, parse_pairs, parse_profile
+from iosets.cli._parse import parse_fields, parse_numbers, parse_pairs, parse_profile, parse_window
 from iosets.cli._tables import Column, field, render_table
 from iosets.errors import InputError
 
@@ -97,3 +97,32 @@ def test_on_a_terminal_messages_go_through_rich_still_verbatim(monkeypatch, caps
     long_reason = "x[bold red]y.csv line 3: got '[/]x' " + "and more " * 20
     show_error(long_reason)
     assert capsys.readouterr().err == f"error: {long_reason}\n"
+
+
+def test_a_progress_description_is_printed_verbatim(monkeypatch, capsys):
+    from iosets.cli import _output
+
+    monkeypatch.setattr(_output, "_is_terminal", lambda stderr: True)
+    assert list(_output.progress([1, 2], description="x[bold]y[/]")) == [1, 2]
+    assert capsys.readouterr().err.startswith("x[bold]y[/] ━")
+
+
+def test_a_table_cell_of_a_number_that_could_not_be_computed_is_missing():
+    cell = field("io_slowdown", "{:.3f}")
+    assert [cell({"io_slowdown": v}) for v in (math.nan, math.inf, None, 1.5)] == ["-", "-", "-", "1.500"]
+    assert field("w_iter", missing="not periodic")({"w_iter": -math.inf}) == "not periodic"
+
+
+def test_a_repeated_key_is_an_error():
+    with pytest.raises(InputError, match="^--weight: c0 given twice$"):
+        parse_pairs(["c0=1", "c1=2", "c0=3"], "--weight")
+    with pytest.raises(InputError, match="^--weight: 03 given twice$"):
+        parse_pairs(["3=1", "03=2"], "--weight", int)  # the same class once converted
+
+
+@pytest.mark.parametrize("text", ["600", "1,2,3", ","])
+def test_a_window_is_two_numbers(text):
+    with pytest.raises(InputError) as raised:
+        parse_window(text)
+    assert str(raised.value).startswith("--window: expected ")
+    assert parse_window(" 600, 1400 ") == (600.0, 1400.0)

@@ -81,7 +81,14 @@ def test_replay_json_writes_null_for_metrics_that_cannot_be_computed(tmp_path):
     result = runner.invoke(app, ["replay", str(path), "--policy", "explicit", "--json"])
     assert result.exit_code == 0, result.output
     assert "NaN" not in result.stdout
-    assert json.loads(result.stdout) == {"utilization": 1.0, "io_slowdown": None, "max_stretch": 1.0}
+    why = "no job completed an I/O phase inside the window [0, 10]"
+    assert json.loads(result.stdout) == {
+        "utilization": 1.0,
+        "io_slowdown": None,
+        "max_stretch": 1.0,
+        "notes": {"io_slowdown": why},
+    }
+    assert result.stderr == f"note: io_slowdown: {why}\n"
 
 
 @pytest.mark.parametrize(
