@@ -15,7 +15,7 @@ import sys
 METHODS = {
     "iosets.read_darshan": (
         "from iosets.analyzer import read_darshan",
-        "job = read_darshan(PATH); n = job.ops.height",
+        "job = read_darshan(PATH, isolated=False); n = job.ops.height",
     ),
     "pydarshan read_all + to_df": (
         "import darshan",

@@ -1,28 +1,30 @@
-"""Many traces to one jobs table: in this process, on this machine's cores, or on a Dask cluster."""
+"""Many traces to one jobs table: in this process, on this machine's cores, or on a Dask cluster.
+
+darshan-util never runs in the caller: Darshan logs are read in worker processes (:mod:`._pool`),
+so that a log that crashes or hangs it becomes an error row and the batch goes on.
+"""
 
 from __future__ import annotations
 
 import contextlib
-import math
-import multiprocessing
+import functools
 import os
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
-from .._validation import check_count
+from .._validation import check_count, check_positive
 from ..errors import InputError
 from ..schemas import ANALYSIS_ERRORS, JOBS
 from ._ingest import sniff_format
-from ._worker import Outcome, analyze_chunk, analyze_outcome
+from ._pool import DEFAULT_TIMEOUT, Pool
+from ._worker import Outcome, analyze_chunk, analyze_outcome, pooled_outcomes
 
 MANIFEST_SUFFIXES = (".txt", ".lst", ".list", ".manifest")
-_CHUNK = 16  # traces per task at most: fewer hand-offs, yet short tasks at the end and four per worker at least
-_MIN_PARALLEL = 48  # smaller batches run in this process: starting workers would cost more than they save
+_CHUNK = 16  # traces per Dask task
+_MIN_PARALLEL = 48  # smaller batches run in this process (Darshan logs in its one persistent reader process)
 
 
 @dataclass(frozen=True)
@@ -96,31 +98,8 @@ def _chunks(files: list[str], size: int) -> list[list[str]]:
     return [files[i : i + size] for i in range(0, len(files), size)]
 
 
-def _pool_map(files: list[str], workers: int) -> Iterator[Outcome]:
-    """The outcomes of ``files``, a chunk at a time: ``workers - 1`` worker processes and this one share the chunks.
-
-    This process works too, from the start: a worker must first import numpy, polars and pydarshan.
-    """
-    todo = deque(_chunks(files, min(_CHUNK, math.ceil(len(files) / (4 * workers)))))
-    helpers = workers - 1
-    # spawn, not fork: forking a process whose polars/numpy thread pools are running can deadlock
-    with ProcessPoolExecutor(max_workers=helpers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        running: set[Future] = set()
-        while todo or running:
-            while todo and len(running) < 2 * helpers:  # every worker busy, with its next chunk queued
-                running.add(pool.submit(analyze_chunk, todo.popleft()))
-            if todo:
-                yield from analyze_chunk(todo.popleft())
-                finished = {future for future in running if future.done()}
-            else:
-                finished = wait(running, return_when=FIRST_COMPLETED).done
-            for future in finished:
-                yield from future.result()
-            running -= finished
-
-
-def _dask_map(files: list[str], address: str) -> Iterator[Outcome]:
-    """The outcomes of ``files`` from a Dask cluster, a chunk at a time as chunks finish."""
+def _dask_map(files: list[str], address: str, timeout: float) -> Iterator[Outcome]:
+    """The outcomes of ``files`` from a Dask cluster, a chunk at a time as chunks finish (each in a worker process)."""
     try:
         from distributed import Client, LocalCluster
         from distributed import as_completed as dask_completed
@@ -134,7 +113,8 @@ def _dask_map(files: list[str], address: str) -> Iterator[Outcome]:
     )
     client = Client(cluster if cluster is not None else address)
     try:
-        futures = client.map(analyze_chunk, _chunks(files, _CHUNK), pure=False)
+        task = functools.partial(analyze_chunk, timeout=timeout)
+        futures = client.map(task, _chunks(files, _CHUNK), pure=False)
         for future in dask_completed(futures):
             yield from future.result()
     finally:
@@ -149,6 +129,7 @@ def analyze(
     workers: int | None = None,
     dask: str | None = None,
     progress: Callable[[Iterable, int], Iterable] | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> Analysis:
     """Analyze many traces (Darshan logs, block traces, ops tables) into the jobs table.
 
@@ -158,29 +139,35 @@ def analyze(
         Files of any format :func:`~iosets.analyzer.sniff_format` knows, folders
         (searched recursively for ``*.darshan``) and manifests (one path per line).
     workers : int, default=None
-        Processes on this machine, this one included (all cores when None); they share the
-        traces in chunks of up to 16. With 1, or fewer than 48 traces, all runs in this process.
+        Worker processes on this machine (all cores when None); they take the traces one at a
+        time. Fewer than 48 traces run in this process, their Darshan logs read by one worker.
     dask : str, default=None
         ``"local"`` for a Dask LocalCluster, or a scheduler address ``tcp://host:8786``
-        (dask-jobqueue deploys one on Slurm); the same chunks run on the cluster.
+        (dask-jobqueue deploys one on Slurm); chunks of 16 traces run on the cluster, each in a
+        worker process of its own, so that a crash costs that process, not the Dask worker.
     progress : callable, default=None
         ``progress(iterable, total)`` wraps the stream of finished traces (a progress bar).
+    timeout : float, default=60
+        Seconds one trace may take; a worker stuck longer is killed and the trace becomes an
+        error row ("darshan-util did not finish within 60 s while reading BG/Q").
 
     Returns
     -------
     Analysis
         ``jobs`` (:data:`iosets.schemas.JOBS`: one row per Darshan log, one per job of other
         traces, with ``path``) and ``errors`` (:data:`iosets.schemas.ANALYSIS_ERRORS`), both
-        sorted by path.
+        sorted by path. A log that crashed darshan-util has an error row such as
+        ``x.darshan: darshan-util crashed: signal 11 (SIGSEGV) while reading DXT_POSIX``.
     """
     if workers is not None:
         check_count(workers, "workers", minimum=1)
+    check_positive(timeout, "timeout")
     files = [str(p) for p in expand_paths(paths)]
     wrap = progress or (lambda iterable, total: iterable)
     if dask is not None:
-        outcomes: Iterable[Outcome] = _dask_map(files, dask)
-    else:
-        workers = workers or os.cpu_count() or 1
-        in_process = workers == 1 or len(files) < _MIN_PARALLEL
-        outcomes = map(analyze_outcome, files) if in_process else _pool_map(files, workers)
-    return _frames(wrap(outcomes, len(files)))
+        return _frames(wrap(_dask_map(files, dask, timeout), len(files)))
+    if len(files) < _MIN_PARALLEL:
+        return _frames(wrap((analyze_outcome(path, timeout) for path in files), len(files)))
+    with Pool(min(workers or os.cpu_count() or 1, len(files))) as pool:  # closed on any exit, Ctrl-C included
+        outcomes = (outcome for _, outcome in pooled_outcomes(pool, files, timeout))
+        return _frames(wrap(outcomes, len(files)))

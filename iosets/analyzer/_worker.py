@@ -1,4 +1,4 @@
-"""Jobs-table rows of one trace, and of a chunk of traces: all an analyze worker process runs.
+"""Jobs-table rows of one trace: all an analyze worker process runs; and the outcomes of traces run in workers.
 
 Kept small on purpose: a worker imports this module only (numpy, polars, the ingesters and the
 periodicity detector), never the pipeline, the recommender or the command line.
@@ -7,6 +7,7 @@ periodicity detector), never the pipeline, the recommender or the command line.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import polars as pl
@@ -15,6 +16,7 @@ from ..errors import InputError
 from ..schemas import JOBS
 from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
 from ._periodicity import Periodicity, periodicity, periodicity_from_signal
+from ._pool import DEFAULT_TIMEOUT, Pool
 
 Outcome = tuple[list[dict], dict | None]
 """What analysing one trace gives: its jobs-table rows, or no row and an error row (``path``, ``reason``)."""
@@ -45,9 +47,12 @@ def _rhythm(job: DarshanJob) -> dict:
     return {"w_iter": None, "w_iter_confidence": 0.0, "alpha_io": alpha, "n_phases": None}
 
 
-def analyze_log(path: str | os.PathLike) -> dict:
-    """One jobs-table row for a Darshan log (raises InputError on a bad log)."""
-    job = read_darshan(path)
+def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) -> dict:
+    """One jobs-table row for a Darshan log (raises InputError on a bad log).
+
+    darshan-util runs in a worker process (:func:`read_darshan`), ``timeout`` seconds at most.
+    """
+    job = read_darshan(path, timeout=timeout)
     meta, counters = job.meta, job.counters
     return {
         "job_id": str(meta.get("job_id")),
@@ -108,28 +113,48 @@ def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
     )
 
 
-def analyze_path(path: str | os.PathLike) -> list[dict]:
+def analyze_path(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) -> list[dict]:
     """Jobs-table rows of one trace of any registered format (raises InputError on a bad trace).
 
     A Darshan log gives one row from its metadata, counters and richest time source
-    (:func:`analyze_log`); any other trace gives one row per ``job_id`` of its ops table
-    (:func:`analyze_ops`), with ``path`` set.
+    (:func:`analyze_log`, ``timeout`` seconds at most); any other trace gives one row per
+    ``job_id`` of its ops table (:func:`analyze_ops`), with ``path`` set.
     """
     if sniff_format(path) == "darshan":
-        return [analyze_log(path)]
+        return [analyze_log(path, timeout=timeout)]
     return analyze_ops(ingest(path)).with_columns(pl.lit(str(path)).alias("path")).to_dicts()
 
 
-def analyze_outcome(path: str) -> Outcome:
+def analyze_outcome(path: str, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
     """:func:`analyze_path`, with any failure turned into an error row: a bad trace never stops a batch."""
     try:
-        return analyze_path(path), None
+        return analyze_path(path, timeout=timeout), None
     except InputError as exc:
         return [], {"path": path, "reason": str(exc)}
     except Exception as exc:  # noqa: BLE001 - any other failure of one trace is reported, not raised
         return [], {"path": path, "reason": f"{type(exc).__name__}: {exc}"}
 
 
-def analyze_chunk(paths: list[str]) -> list[Outcome]:
-    """The outcome of each trace of a chunk, in order: the task a worker process runs."""
-    return [analyze_outcome(path) for path in paths]
+def pooled_outcomes(pool: Pool, paths: Sequence[str], timeout: float) -> Iterator[tuple[int, Outcome]]:
+    """``(index, outcome)`` of each trace, analysed in the pool's workers, as they finish.
+
+    A trace that crashed or hung its worker gets an error row that says so.
+    """
+    for index, reply in pool.run(((analyze_outcome, path) for path in paths), timeout=timeout):
+        path = paths[index]
+        if reply.died is not None:
+            yield index, ([], {"path": path, "reason": f"{path}: {reply.died}"})
+        elif reply.error is not None:  # analyze_outcome catches everything: a bug if it happens
+            yield index, ([], {"path": path, "reason": f"{type(reply.error).__name__}: {reply.error}"})
+        else:
+            yield index, reply.value
+
+
+def analyze_chunk(paths: list[str], timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
+    """The outcome of each trace of a chunk, in order, in a worker process of its own (a Dask task).
+
+    A crash on one trace costs that worker, never the process that runs the chunk.
+    """
+    with Pool(1) as pool:
+        found = dict(pooled_outcomes(pool, paths, timeout))
+    return [found[i] for i in range(len(paths))]

@@ -30,6 +30,9 @@ def analyze(
     ops: Annotated[Path | None, typer.Option("--ops", help="Analyze an ops table (.csv/.parquet) instead.")] = None,
     workers: Annotated[int | None, typer.Option(help="Processes on this machine (default: all cores).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on Dask: 'local' or a scheduler address.")] = None,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds darshan-util may spend on one log before it counts as failed.")
+    ] = 60.0,
 ) -> None:
     """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table."""
     logs = paths or []
@@ -54,6 +57,7 @@ def analyze(
         logs,
         workers=workers,
         dask=dask,
+        timeout=timeout,
         progress=lambda done, total: progress(done, total=total, description="analyzing"),
     )
     write_frame(result.jobs, output)

@@ -163,7 +163,6 @@ def test_a_file_name_with_brackets_is_read_and_named_as_it_is(tmp_path):
     _fails(["recommend", str(jobs)], f"{jobs}: not a readable jobs table (invalid utf-8 sequence)")
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for the analyzer room: read ops CSV with glob=False")
 def test_an_ops_file_name_with_brackets_is_read_as_it_is(tmp_path):
     ops = tmp_path / "x[bold red]y.csv"
     ops.write_text(OPS_HEADER + "a,0,read,0,10,0.0\nb,0,write,0,10,1.0\n")
@@ -172,7 +171,6 @@ def test_an_ops_file_name_with_brackets_is_read_as_it_is(tmp_path):
     assert result.stdout.startswith(f"{ops}: fcfs, 2 requests in 2 units\n")
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for the analyzer room: read block traces with glob=False")
 def test_a_block_trace_name_with_brackets_is_read_as_it_is(tmp_path):
     from iosets.datasets import load_sample_traces
 
@@ -223,7 +221,7 @@ def test_a_non_utf8_ops_csv(tmp_path, command):
     ops = tmp_path / "ops.csv"
     ops.write_bytes(OPS_HEADER.encode() + b"\xe9t\xe9,0,read,0,10,0.0\n")
     args = [a.format(ops=ops, out=tmp_path / "jobs.csv") for a in command]
-    _fails(args, f"{ops}: not a readable ops table (invalid utf-8 sequence)")
+    _fails(args, f"{ops} line 2: not UTF-8 text (byte 0xe9)")
 
 
 @pytest.fixture
@@ -300,7 +298,6 @@ def test_generate_takes_the_window_it_is_given(tmp_path):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="waiting for the replay room: utilization null in an idle window")
 def test_a_window_without_activity_gives_null_metrics_and_says_why(tmp_path):
     path = tmp_path / "idle.json"
     path.write_text(json.dumps({"horizon": 1000.0, "window": [500.0, 600.0], "jobs": [

@@ -10,21 +10,8 @@ and the truncation length, so ``rebuild(row)`` reproduces the file without the g
 Mutant ``i`` depends only on ``(random_state, i)`` and the sources, so a corpus of 10 is the first
 10 mutants of a corpus of 300 with the same seed.
 
-Darshan log layout (logs written by darshan-runtime 3.1 to 3.3, format "3.10" to "3.21"; the
-current format "3.41" has 64 module slots and a 64-bit partial flag)::
-
-    0    char     version_string[8]      "3.21\\0\\0\\0\\0"
-    8    int64    magic_nr               6567223 (byte-swapped: darshan-util swaps the maps)
-    16   uint8    comp_type              0 zlib, 1 bzip2, 2 none
-    20   uint32   partial_flag           (3.41: uint64 at 24)
-    24   uint64   name_map.off, .len     (3.41: at 32)
-    40   uint64   mod_map[16].off, .len  (3.41: mod_map[64] at 48)
-    296  uint32   mod_ver[16]            (3.41: at 1072)
-    360  ...      job region (compressed), then the name map, then each module's region
-
-Regions are concatenations of zlib streams (one per writer rank); a DXT record is
-``struct dxt_file_record`` (104 bytes, ``write_count`` at 88, ``read_count`` at 96) followed by
-``write_count + read_count`` 32-byte segments.
+The log layout (header fields, regions, zlib streams) is read by
+``iosets.analyzer._ingest._darshan_layout``, the parser iosets runs before darshan-util.
 """
 
 from __future__ import annotations
@@ -40,6 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
+
+from iosets.analyzer._ingest._darshan_layout import MAGIC_NR as DARSHAN_MAGIC
+from iosets.analyzer._ingest._darshan_layout import Layout, Region, parse_layout, zlib_streams
 
 __all__ = [
     "DEFAULT_SOURCE_WEIGHTS",
@@ -60,7 +50,6 @@ __all__ = [
 
 MANIFEST_NAME = "manifest.json"
 MANIFEST_FORMAT = "iosets-fuzz-corpus/1"
-DARSHAN_MAGIC = 6567223
 REAL_LOGS = Path(__file__).resolve().parents[1] / "data" / "darshan"  # vendored with their licences
 
 KIND_WEIGHTS: dict[str, float] = {
@@ -94,30 +83,6 @@ writer-rank streams and a region larger than darshan-util's 1 MiB staging buffer
 log (jeanbez_8_benchmark_parallel, 3.6 MB) exercises the same code paths and is left out;
 sample-badost.darshan (460 kB, no DXT) too."""
 
-# Module names per header slot as darshan-util 3.5 reports them (it shifts the slots of older formats).
-_MODS_341 = (
-    "NULL",
-    "POSIX",
-    "MPI-IO",
-    "H5F",
-    "H5D",
-    "PNETCDF_FILE",
-    "PNETCDF_VAR",
-    "BG/Q",
-    "LUSTRE",
-    "STDIO",
-    "DXT_POSIX",
-    "DXT_MPIIO",
-    "MDHIM",
-    "APXC",
-    "APMPI",
-    "HEATMAP",
-    "DFS",
-    "DAOS",
-)
-_MODS_32X = _MODS_341[:6] + _MODS_341[7:17]  # 3.20, 3.21: one PNETCDF slot
-_MODS_3XX = _MODS_341[:4] + (_MODS_341[5],) + _MODS_341[7:18]  # 3.00, 3.10: no H5D slot either
-
 MANIFEST_SCHEMA = {
     "index": pl.Int64,
     "file": pl.String,
@@ -140,118 +105,6 @@ MANIFEST_SCHEMA = {
 their lengths differ); ``truncate_at`` (null: none) applies after the edits; ``region`` is the
 log region the mutation lands in or targets; ``field``/``value`` name an edited header or record
 field and its new value (null for plain flips and truncations)."""
-
-
-@dataclass(frozen=True)
-class Region:
-    """A byte range of a log: ``header``, ``job``, ``name_map`` or a module's region."""
-
-    name: str
-    start: int
-    end: int
-    slot: int | None = None  # header slot of a module region
-
-    @property
-    def length(self) -> int:
-        return self.end - self.start
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where a Darshan log keeps its header fields and regions."""
-
-    version: str
-    size: int
-    header_size: int
-    nslots: int
-    partial_off: int
-    partial_size: int
-    name_map_field: int
-    mod_map_field: int
-    mod_ver_field: int
-    slot_names: tuple[str, ...]
-    regions: tuple[Region, ...]
-
-    def map_field(self, slot: int | None, which: str) -> int:
-        """Header offset of a region's ``off`` or ``len`` field (slot None: the name map)."""
-        base = self.name_map_field if slot is None else self.mod_map_field + 16 * slot
-        return base + (8 if which == "len" else 0)
-
-    def slot_name(self, slot: int) -> str:
-        return self.slot_names[slot] if slot < len(self.slot_names) else f"slot{slot}"
-
-    def region(self, name: str) -> Region:
-        return next(r for r in self.regions if r.name == name)
-
-    def data_regions(self) -> list[Region]:
-        """Every region but the header."""
-        return [r for r in self.regions if r.name != "header"]
-
-    def mapped_regions(self) -> list[Region]:
-        """Regions that have a header map entry: the name map and the modules."""
-        return [r for r in self.regions if r.name not in ("header", "job")]
-
-    def region_at(self, offset: int) -> str:
-        """Name of the region holding ``offset`` (``past_end`` beyond the last one)."""
-        return next((r.name for r in self.regions if r.start <= offset < r.end), "past_end")
-
-
-def parse_layout(data: bytes) -> Layout:
-    """Header fields and region map of a good (little-endian) Darshan log."""
-    version = data[:8].split(b"\0", 1)[0].decode("ascii", "replace")
-    (magic,) = struct.unpack_from("<q", data, 8)
-    if magic != DARSHAN_MAGIC:
-        raise ValueError(f"not a little-endian Darshan log (magic {magic})")
-    if version >= "3.41":
-        nslots, partial_off, partial_size, name_field, names = 64, 24, 8, 32, _MODS_341
-    else:
-        nslots, partial_off, partial_size, name_field = 16, 20, 4, 24
-        names = _MODS_32X if version >= "3.20" else _MODS_3XX
-    mod_field = name_field + 16
-    ver_field = mod_field + 16 * nslots
-    header_size = ver_field + 4 * nslots
-    name_off, name_len = struct.unpack_from("<QQ", data, name_field)
-    mods = [struct.unpack_from("<QQ", data, mod_field + 16 * i) for i in range(nslots)]
-    regions = [Region("header", 0, header_size)]
-    first = name_off or min((o for o, n in mods if n), default=len(data))
-    regions.append(Region("job", header_size, first))
-    if name_len:
-        regions.append(Region("name_map", name_off, name_off + name_len))
-    for slot, (off, ln) in enumerate(mods):
-        if ln:
-            name = names[slot] if slot < len(names) else f"slot{slot}"
-            regions.append(Region(name, off, off + ln, slot))
-    return Layout(
-        version=version,
-        size=len(data),
-        header_size=header_size,
-        nslots=nslots,
-        partial_off=partial_off,
-        partial_size=partial_size,
-        name_map_field=name_field,
-        mod_map_field=mod_field,
-        mod_ver_field=ver_field,
-        slot_names=names,
-        regions=tuple(regions),
-    )
-
-
-def zlib_streams(data: bytes, region: Region) -> list[tuple[int, int]]:
-    """``(start, end)`` of each zlib stream in a region (stops at the first one that does not end)."""
-    out = []
-    pos = region.start
-    while pos < region.end:
-        d = zlib.decompressobj()
-        try:
-            d.decompress(data[pos : region.end])
-        except zlib.error:
-            break
-        if not d.eof:
-            break
-        end = region.end - len(d.unused_data)
-        out.append((pos, end))
-        pos = end
-    return out
 
 
 def default_sources() -> dict[Path, float]:

@@ -7,9 +7,9 @@ from pathlib import Path
 import polars as pl
 
 from ._base import Ingester, SkipReport
-from ._text import finish, first_line, numbered_lines, shown, split_bad
+from ._text import MAX_SECTOR, SECTOR, finish, first_line, first_reason, numbered_lines, shown, split_bad
 
-SECTOR = 512
+_MAJOR, _MINOR = 1 << 12, 1 << 20  # Linux dev_t: 12-bit major, 20-bit minor (rank = major << 20 | minor)
 
 _HEAD = (
     r"^\s*(?P<maj>\d+),(?P<min>\d+)\s+\d+\s+\d+\s+(?P<time>\d+\.\d+)\s+"
@@ -41,13 +41,7 @@ def _events(path: Path, errors: str, report: SkipReport) -> pl.DataFrame:
         .unnest("d")
         .collect(engine="streaming")  # morsel-parallel regex work
     )
-    data = "expected 'sector + count [process]' after '{} {}', got '{}'"
-    reason = (
-        pl.when(pl.col("rest").str.contains(r"^\d+ \+") & pl.col("sector").is_null())
-        .then(pl.format(data, "act", "rwbs", shown("rest")))
-        .otherwise(None)
-    )
-    checked = pl.concat([ev.with_columns(reason.alias("reason")), bad_head], how="diagonal")
+    checked = pl.concat([_typed(ev), bad_head], how="diagonal")
     ev = split_bad(path, checked, errors, report)
     op = (
         pl.when(pl.col("rwbs").str.contains("W"))
@@ -58,19 +52,36 @@ def _events(path: Path, errors: str, report: SkipReport) -> pl.DataFrame:
     )
     return (
         ev.filter(pl.col("act").is_in(["C", "D", "Q"]) & pl.col("sector").is_not_null())
-        .select(
-            pl.col("maj").cast(pl.Int64),
-            pl.col("min").cast(pl.Int64),
-            pl.col("time").cast(pl.Float64),
-            pl.col("pid").cast(pl.Int64),
-            "act",
-            op.alias("op"),
-            pl.col("sector").cast(pl.Int64),
-            pl.col("nsec").cast(pl.Int64),
-            "proc",
-            "lineno",
-        )
+        .select("maj", "min", "time", "pid", "act", op.alias("op"), "sector", "nsec", "proc", "lineno")
         .filter(pl.col("op").is_not_null())
+    )
+
+
+def _typed(ev: pl.DataFrame) -> pl.DataFrame:
+    """The C/D/Q events with numbers typed, and in ``reason`` why a line cannot be read (null if it can)."""
+    as_int = {c: pl.col(c).cast(pl.Int64, strict=False) for c in ("maj", "min", "pid", "sector", "nsec")}
+    time = pl.col("time").cast(pl.Float64, strict=False)
+    has_data = pl.col("sector").is_not_null()
+    rules = [
+        (
+            pl.col("rest").str.contains(r"^\d+ \+") & ~has_data,
+            pl.format("expected 'sector + count [process]' after '{} {}', got '{}'", "act", "rwbs", shown("rest")),
+        ),
+        (
+            as_int["maj"].is_null() | as_int["min"].is_null() | (as_int["maj"] >= _MAJOR) | (as_int["min"] >= _MINOR),
+            pl.format(
+                f"device '{{}},{{}}' is not a Linux device number (major < {_MAJOR}, minor < {_MINOR})", "maj", "min"
+            ),
+        ),
+        (~time.is_finite(), pl.format("time {} is not a finite number of seconds", shown("time"))),
+        (as_int["pid"].is_null(), pl.format("pid {} does not fit in 64 bits", shown("pid"))),
+    ]
+    for col, what in (("sector", "sector"), ("nsec", "sector count")):
+        too_big = has_data & (as_int[col].is_null() | (as_int[col] > MAX_SECTOR))
+        message = pl.format(f"{what} {{}} is too large: its bytes do not fit in 64 bits", shown(col))
+        rules.append((too_big, message))
+    return ev.with_columns(
+        *(v.alias(c) for c, v in as_int.items()), time.alias("time"), first_reason(rules).alias("reason")
     )
 
 

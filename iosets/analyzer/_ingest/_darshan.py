@@ -14,7 +14,10 @@ import polars as pl
 
 from ...errors import InputError
 from ...schemas import OPS
+from .._pool import DEFAULT_TIMEOUT, run_isolated
+from .._stage import IDLE, in_worker, mark_unsafe, note_stage
 from ._base import OPS_COLUMNS, Ingester, SkipReport
+from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, LayoutError, check_regions, parse_layout
 
 __all__ = ["INGESTER", "DarshanJob", "read_darshan"]
 
@@ -35,24 +38,7 @@ _HEATMAP_IDS = {
     3989511027826779520: "STDIO",
 }
 # Modules whose records darshan-util parses (pydarshan's _structdefs); read through to detect truncation.
-_KNOWN_MODULES = (
-    "POSIX",
-    "MPI-IO",
-    "H5F",
-    "H5D",
-    "PNETCDF_FILE",
-    "PNETCDF_VAR",
-    "BG/Q",
-    "LUSTRE",
-    "STDIO",
-    "DXT_POSIX",
-    "DXT_MPIIO",
-    "HEATMAP",
-    "DFS",
-    "DAOS",
-)
-MAGIC_NR = 6567223
-"""``darshan_header.magic_nr``: the 8 bytes after the 8-byte version string (in the writer's byte order)."""
+_KNOWN_MODULES = tuple(m for m in MODULES if m not in ("NULL", "MDHIM", "APXC", "APMPI"))
 _COMPRESSED = {
     b"BZh": "a bzip2-compressed file",
     b"\x1f\x8b": "a gzip-compressed file",
@@ -130,6 +116,11 @@ class _Log:
             self.lib.darshan_free(buf[0])
             buf[0] = self.ffi.NULL
 
+    def begin(self, mod: str) -> int:
+        """Say which module darshan-util reads next (a crash names it); its index."""
+        note_stage(f"reading {mod}")
+        return self.modules[mod]["idx"]
+
     def get(self, idx: int, mod: str, buf):
         """Fetch the next record of a module into ``buf``; False at the end."""
         r = self.lib.darshan_log_get_record(self.handle, idx, buf)
@@ -141,6 +132,7 @@ class _Log:
 def _read_meta(log: _Log) -> dict:
     """Job metadata, as pydarshan's log_get_job / log_get_exe report it."""
     ffi, lib = log.ffi, log.lib
+    note_stage("reading the job record")
     job = ffi.new("struct darshan_job *")
     if lib.darshan_log_get_job(log.handle, job) < 0:
         log.fail("cannot read the job record")
@@ -166,6 +158,7 @@ def _read_meta(log: _Log) -> dict:
 def _read_modules(log: _Log) -> dict:
     """Module name -> {len, idx, partial} from the log header."""
     ffi, lib = log.ffi, log.lib
+    note_stage("reading the module map")
     mods = ffi.new("struct darshan_mod_info **")
     cnt = ffi.new("int *")
     lib.darshan_log_get_modules(log.handle, mods, cnt)
@@ -185,6 +178,7 @@ def _read_modules(log: _Log) -> dict:
 def _read_names(log: _Log) -> dict:
     """Record id -> name (file path) map."""
     ffi, lib = log.ffi, log.lib
+    note_stage("reading the name records")
     nrecs = ffi.new("struct darshan_name_record **")
     cnt = ffi.new("int *")
     lib.darshan_log_get_name_records(log.handle, nrecs, cnt)
@@ -201,7 +195,7 @@ def _read_names(log: _Log) -> dict:
 def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | None:
     """All segments of a DXT module as the ops table (per record: writes, then reads)."""
     ffi = log.ffi
-    idx = log.modules[mod]["idx"]
+    idx = log.begin(mod)
     buf = ffi.new("void **")
     head = ffi.sizeof("struct dxt_file_record")
     seg_size = SEGMENT_DTYPE.itemsize
@@ -253,7 +247,7 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
 def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
     """HEATMAP bins summed over ranks, for POSIX, else MPI-IO, else STDIO."""
     ffi = log.ffi
-    idx = log.modules["HEATMAP"]["idx"]
+    idx = log.begin("HEATMAP")
     buf = ffi.new("void **")
     per_mod: dict = {}
     while log.get(idx, "HEATMAP", buf):
@@ -296,7 +290,7 @@ def _read_counters(log: _Log, nprocs: int) -> dict:
     fi_time = [fnames.index(f"{pre}_F_{k}_TIME") for k in ("READ", "WRITE", "META")]
     fi_start = [i for i, n in enumerate(fnames) if n.endswith("_START_TIMESTAMP")]
     fi_end = [i for i, n in enumerate(fnames) if n.endswith("_END_TIMESTAMP")]
-    idx = log.modules[mod]["idx"]
+    idx = log.begin(mod)
     buf = ffi.new("void **")
     struct = _STRUCTS[mod][:-3]
     size = ffi.sizeof(struct)
@@ -332,31 +326,52 @@ def _read_counters(log: _Log, nprocs: int) -> dict:
 def _drain(log: _Log, mod: str) -> None:
     """Read a module's records through without keeping them, so a truncated tail is detected."""
     buf = log.ffi.new("void **")
-    idx = log.modules[mod]["idx"]
+    idx = log.begin(mod)
     while log.get(idx, mod, buf):
         log.release(buf)
 
 
 def _check_file(path: Path) -> None:
-    """Reject missing, empty and compressed files before darshan-util sees them."""
+    """Reject, before darshan-util sees them, missing, empty and compressed files and logs whose layout lies."""
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    with open(path, "rb") as fh:
-        head = fh.read(8)
-    if not head:
+    data = path.read_bytes()
+    if not data:
         raise InputError(f"{path}: empty file, expected a Darshan log")
     for magic, what in _COMPRESSED.items():
-        if head.startswith(magic):
+        if data.startswith(magic):
             raise InputError(f"{path}: {what}, expected a Darshan log (decompress it first)")
+    try:
+        layout = parse_layout(data)
+        dxt = any(r.name in ("DXT_POSIX", "DXT_MPIIO") for r in layout.regions)
+        check_regions(data, layout, (*RISKY_REGIONS, "name_map") if dxt else RISKY_REGIONS)
+    except LayoutError as exc:
+        raise InputError(f"{path}: {exc}") from None
 
 
-def read_darshan(path) -> DarshanJob:
+def _check_times(path: Path, meta: dict) -> None:
+    """A job that ends before it starts: its job record is corrupt (its runtime would be negative)."""
+    start, end = meta["start"], meta["end"]
+    if end < start:
+        raise InputError(
+            f"{path}: corrupt job record: the job ends {start - end:g} s before it starts "
+            f"(start {start:.3f}, end {end:.3f})"
+        )
+
+
+def read_darshan(path, *, isolated: bool = True, timeout: float = DEFAULT_TIMEOUT) -> DarshanJob:
     """Read a Darshan log: metadata, DXT ops (else HEATMAP bins, else counters) and totals.
 
     Parameters
     ----------
     path : str or Path
         A Darshan log (``.darshan``).
+    isolated : bool, default=True
+        Run darshan-util in a worker process (started on first use, kept for later calls), so
+        that a corrupt log that crashes or hangs it raises InputError instead of killing this
+        process. False reads in this process (what analyze's workers do).
+    timeout : float, default=60
+        Seconds an isolated read may take before its worker is killed.
 
     Returns
     -------
@@ -368,9 +383,18 @@ def read_darshan(path) -> DarshanJob:
     Raises
     ------
     InputError
-        The file is missing, compressed, not a Darshan log, truncated or corrupt.
+        The file is missing, compressed, not a Darshan log, truncated or corrupt, or
+        darshan-util crashed or overran the timeout on it; one line, naming the file:
+        ``x.darshan: darshan-util crashed: signal 11 (SIGSEGV) while reading DXT_POSIX``.
     """
     path = Path(path)
+    if isolated and not in_worker():
+        return run_isolated(_read_checked, path, name=str(path), timeout=timeout)
+    return _read_checked(path)
+
+
+def _read_checked(path: Path) -> DarshanJob:
+    """:func:`read_darshan` in this process: the checks in Python, then darshan-util."""
     _check_file(path)
     b = _backend()
     err: list = []
@@ -380,7 +404,7 @@ def read_darshan(path) -> DarshanJob:
     except InputError as exc:
         reason = _c_reason(err[0]) if err else ""
         raise InputError(f"{exc}" + (f" [darshan-util: {reason}]" if reason else "")) from None
-    except (RuntimeError, OSError, ValueError, KeyError, MemoryError) as exc:
+    except Exception as exc:  # noqa: BLE001 - pydarshan and cffi raise anything on a corrupt log
         reason = _c_reason(err[0]) if err else ""
         raise InputError(
             f"{path}: cannot read Darshan log ({type(exc).__name__}: {exc}"
@@ -389,21 +413,24 @@ def read_darshan(path) -> DarshanJob:
         ) from None
     if err and err[0].strip():  # warnings from darshan-util on a log that did load
         sys.stderr.write(err[0])
+    _check_times(path, job.meta)
     return job
 
 
 def _read_all(b, path: Path) -> DarshanJob:
-    """Open the log with darshan-util and read everything read_darshan returns."""
+    """Open the log with darshan-util and read everything read_darshan returns.
+
+    After a failed read a worker leaves the log open and retires: closing it is what crashes
+    darshan-util (it may have freed the handle already).
+    """
+    note_stage("opening the log")
     log = _Log(b, path)
     if not log.handle:
+        mark_unsafe()
         log.fail("not a readable Darshan log (darshan_log_open failed on the header)")
     try:
         meta = _read_meta(log)
         log.modules = _read_modules(log)
-        size = path.stat().st_size
-        declared = sum(m["len"] for m in log.modules.values())
-        if declared > size:
-            log.fail(f"truncated: modules declare {declared} bytes, file has {size}")
         counters = _read_counters(log, meta["nprocs"])
         ops = heatmap = None
         partial = False
@@ -426,9 +453,16 @@ def _read_all(b, path: Path) -> DarshanJob:
             if mod in log.modules and mod not in done:
                 _drain(log, mod)
         source = "heatmap" if heatmap is not None else "dxt" if ops is not None else "counters"
-        return DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
-    finally:
-        log.lib.darshan_log_close(log.handle)
+        job = DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
+    except BaseException:
+        mark_unsafe()
+        if not in_worker():
+            log.lib.darshan_log_close(log.handle)
+        raise
+    note_stage("closing the log")
+    log.lib.darshan_log_close(log.handle)
+    note_stage(IDLE)
+    return job
 
 
 def _read_ops(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:

@@ -39,7 +39,7 @@ def _read(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.Data
             pl.col("Offset").alias("offset"),
             pl.col("Size").alias("size"),
             (since.cast(pl.Float64) / FILETIME_TICKS).alias("start"),
-            ((since + pl.col("ResponseTime")).cast(pl.Float64) / FILETIME_TICKS).alias("end"),
+            ((since.cast(pl.Float64) + pl.col("ResponseTime").cast(pl.Float64)) / FILETIME_TICKS).alias("end"),
         )
     )
 

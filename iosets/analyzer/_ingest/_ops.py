@@ -11,7 +11,7 @@ from ..._io import read_frame, write_frame
 from ...errors import InputError
 from ...schemas import OPS
 from ._base import Ingester, SkipReport
-from ._text import first_fields, first_reason, split_bad
+from ._text import csv_problem, first_fields, first_reason, split_bad
 
 DType = pl.DataType | type[pl.DataType]
 _TYPE_NAMES: dict[DType, str] = {pl.Int64: "an integer", pl.Float64: "a number", pl.String: "text"}
@@ -28,10 +28,13 @@ def _read_table(path: Path) -> pl.DataFrame:
     if path.suffix == ".parquet":
         return read_frame(path, what="ops table")
     with contextlib.suppress(pl.exceptions.PolarsError):  # a value that does not parse: the row check names it
-        return pl.read_csv(path, schema_overrides=OPS.polars)
+        return pl.read_csv(path, schema_overrides=OPS.polars, glob=False)  # brackets in a name are not a pattern
     try:
-        return pl.read_csv(path, infer_schema=False)
+        return pl.read_csv(path, infer_schema=False, glob=False)
     except (pl.exceptions.PolarsError, OSError) as exc:
+        where = csv_problem(path)
+        if where is not None:
+            raise InputError(f"{path} {where}") from None
         raise InputError(f"{path}: not a readable ops table ({str(exc).strip().splitlines()[0]})") from None
 
 

@@ -7,14 +7,12 @@ from pathlib import Path
 import polars as pl
 
 from ._base import Ingester, SkipReport
-from ._text import Spec, file_first_line, finish, first_fields, read_checked_csv
-
-SECTOR = 512
+from ._text import SECTOR, Spec, file_first_line, finish, first_fields, read_checked_csv
 
 _NAMES = ["ASU", "LBA", "Size", "Opcode", "Timestamp"]
 _SPECS: list[Spec] = [
     ("ASU", "uint", None),
-    ("LBA", "uint", None),
+    ("LBA", "sector", None),
     ("Size", "uint", None),
     ("Opcode", "op", {"r": "read", "w": "write"}),
     ("Timestamp", "float", None),

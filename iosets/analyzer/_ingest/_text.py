@@ -7,6 +7,8 @@ that fast path fails are the raw lines split and checked, to name the first bad 
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import polars as pl
@@ -16,8 +18,13 @@ from ...schemas import OPS
 from ._base import OPS_COLUMNS, SkipReport
 
 Spec = tuple[str, str, dict[str, str] | None]
-"""``(column, kind, arg)``: kind 'uint' (integer >= 0), 'float' (finite >= 0), 'str' (non-empty) or
-'op' (``arg`` maps lowercase values to 'read'/'write')."""
+"""``(column, kind, arg)``: kind 'uint' (integer >= 0), 'sector' (a 512-byte block number whose byte
+offset fits in 64 bits), 'float' (finite >= 0), 'str' (non-empty) or 'op' (``arg`` maps lowercase
+values to 'read'/'write')."""
+
+SECTOR = 512
+MAX_SECTOR = (2**63 - 1) // SECTOR
+"""The largest block number whose byte offset (x 512) fits in the ops table's int64."""
 
 
 def first_line(head: bytes) -> str:
@@ -40,11 +47,62 @@ def file_first_line(path: Path) -> str:
     return ""
 
 
+def csv_problem(path: Path) -> str | None:
+    """Where a CSV file with a header line stops being readable, as 'line N: why'; None if nowhere.
+
+    For messages only, once Polars has refused the file: bytes that are not UTF-8, a quote inside
+    an unquoted field or one that never closes, a line with more or fewer fields than the header.
+    """
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        return f"line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+    stray = _stray_quote(text)
+    if stray is not None:
+        return f"line {stray}: a quote inside an unquoted field"
+    rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+    width = None
+    try:
+        for fields in rows:
+            if not fields:
+                continue
+            if width is None:
+                width = len(fields)
+            elif len(fields) != width:
+                return (
+                    f"line {rows.line_num}: expected {width} comma-separated fields (as the header), got {len(fields)}"
+                )
+    except csv.Error as exc:
+        return f"line {rows.line_num}: {exc}"
+    return None
+
+
+def _stray_quote(text: str) -> int | None:
+    """The line of the first quote that neither opens a field nor sits in a quoted one (Polars refuses it)."""
+    line, quoted, at_start, closed = 1, False, True, False
+    for char in text:
+        if quoted:
+            quoted = char != '"'
+            closed = not quoted
+        elif char == '"':
+            if not (at_start or closed):
+                return line
+            quoted, closed = True, False  # opens a field, or is the second quote of an escaped ""
+        else:
+            closed = False
+        at_start = char in ",\n" or (at_start and char == "\r")
+        line += char == "\n"
+    return None
+
+
 def numbered_lines(path: Path) -> pl.DataFrame:
     """The file's lines with their 1-based numbers (blank lines are null); no Python loop."""
     try:  # one column with a separator that text lines never hold: the parallel CSV reader
         frame = pl.read_csv(
             path,
+            glob=False,  # a file name with brackets is a name, not a pattern
             has_header=False,
             separator="\x1f",
             quote_char=None,
@@ -71,10 +129,13 @@ def check_fields(raw: pl.DataFrame, specs: list[Spec]) -> pl.DataFrame:
     typed, reasons = [], []
     for name, kind, arg in specs:
         col = pl.col(name).str.strip_chars()
-        if kind == "uint":
+        if kind in ("uint", "sector"):
             value = col.cast(pl.Int64, strict=False)
             bad = value.is_null() | (value < 0)
             what = f"expected an integer >= 0 {name}"
+            if kind == "sector":
+                too_big = f"expected {name} <= {MAX_SECTOR} (a 512-byte block whose byte offset fits in 64 bits)"
+                reasons.append((~bad & (value > MAX_SECTOR), pl.format(f"{too_big}, got '{{}}'", shown(name))))
         elif kind == "float":
             value = col.cast(pl.Float64, strict=False)
             bad = value.is_null() | ~value.is_finite() | (value < 0)
@@ -147,12 +208,14 @@ def read_checked_csv(
 ) -> pl.DataFrame:
     """A headerless (or one-header-line) CSV typed per ``specs``: fast typed read, else the line-by-line check."""
     try:
-        frame = pl.read_csv(path, has_header=header, schema=schema, quote_char=None)
+        frame = pl.read_csv(path, has_header=header, schema=schema, quote_char=None, glob=False)
         ok, typed = [], []
         for name, kind, arg in specs:
             col = pl.col(name)
             if kind == "uint":
                 ok.append(col.is_not_null() & (col >= 0))
+            elif kind == "sector":
+                ok.append(col.is_not_null() & (col >= 0) & (col <= MAX_SECTOR))
             elif kind == "float":
                 ok.append(col.is_not_null() & col.is_finite() & (col >= 0))
             elif kind == "str":
