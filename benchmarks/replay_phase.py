@@ -82,9 +82,17 @@ def fair_share_at_scale(repeat: int) -> None:
 
 
 def two_job_replay(repeat: int) -> None:
-    """Time of a full replay_phases call on 2 jobs of one phase each."""
+    """Time of a full replay_phases call on 2 jobs of one phase each (the window sees them work)."""
     workload = Workload.from_arrays(
-        ["a", "b"], [0.0, 0.0], np.array([0, 1]), [1.0, 1.0], [1e9, 1e9], set=[0, 1], priority=[1.0, 0.5]
+        ["a", "b"],
+        [0.0, 0.0],
+        np.array([0, 1]),
+        [1.0, 1.0],
+        [1e9, 1e9],
+        set=[0, 1],
+        priority=[1.0, 0.5],
+        horizon=4.0,
+        window=(0.0, 4.0),
     )
     calls = {policy: (lambda p=policy: replay_phases(workload, p)) for policy in ("fair-share", "set-10", "explicit")}
     calls["engine alone"] = engine_call(workload, "explicit")

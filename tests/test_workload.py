@@ -1,12 +1,17 @@
 """The workload format: JSON and Parquet round-trips, clear errors."""
 
 import json
+import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from iosets import InputError, read_workload, write_workload
 from iosets.datasets import make_iosets_workload
+from iosets.errors import ReplayError
+from iosets.replay import replay_phases
 
 
 @pytest.fixture
@@ -93,3 +98,79 @@ def test_from_jobs_builds_periodic_phases():
     assert wl.phases["t_cpu"].to_list()[0] == pytest.approx(9.0)
     assert wl.phases["io_bytes"].to_list()[-1] == pytest.approx(200.0 * 1e6)
     np.testing.assert_allclose(wl.characteristic_times(), [10.0, 400.0])
+
+
+# ------------------------------------------------------------------------- any input: loads or InputError
+
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.integers(min_value=10**300, max_value=10**310)
+    | st.floats()
+    | st.text(max_size=5)
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
+    max_leaves=8,
+)
+NUMBERS = st.integers(min_value=-5, max_value=10**6) | st.floats(min_value=-1.0, max_value=1e12) | st.floats()
+PLAUSIBLE = st.integers(min_value=0, max_value=1000) | st.floats(min_value=0.0, max_value=1e10)
+
+
+def mostly(plausible, anything=NUMBERS | JSON_VALUES):
+    """Three draws in four from ``plausible``, else any JSON value."""
+    return st.sampled_from([plausible] * 3 + [anything]).flatmap(lambda chosen: chosen)
+
+
+PAIR = mostly(st.lists(PLAUSIBLE, min_size=2, max_size=2), st.lists(NUMBERS | JSON_VALUES, max_size=3) | JSON_VALUES)
+JOB = st.fixed_dictionaries(
+    {"phases": mostly(st.lists(PAIR, max_size=5))},
+    optional={
+        "id": mostly(st.text(max_size=3)),
+        "release": mostly(PLAUSIBLE),
+        "set": mostly(st.integers(min_value=-3, max_value=3)),
+        "priority": mostly(st.floats(min_value=1e-3, max_value=10.0)),
+        "w_iter": mostly(st.floats(min_value=1e-3, max_value=1e4)),
+        "profile": mostly(st.integers(min_value=0, max_value=3)),
+    },
+)
+WORKLOAD = st.fixed_dictionaries(
+    {"jobs": mostly(st.lists(mostly(JOB), max_size=4))},
+    optional={
+        "bandwidth": mostly(st.floats(min_value=1.0, max_value=1e10)),
+        "horizon": mostly(st.floats(min_value=1.0, max_value=1e5)),
+        "window": mostly(st.lists(st.floats(min_value=0.0, max_value=1e5), min_size=2, max_size=2)),
+    },
+)
+
+
+def check_loads_or_names_the_file(tmp_path, text: str) -> None:
+    """The file either loads (and replays to metrics that are numbers or None) or raises InputError naming it."""
+    path = tmp_path / "wl.json"
+    path.write_text(text)
+    try:
+        workload = read_workload(path)
+    except InputError as exc:
+        assert str(exc).startswith(f"{path}: "), str(exc)
+        return
+    try:
+        metrics = replay_phases(workload, "fair-share").metrics
+    except ReplayError:  # dates beyond the largest double: refused, never left unwritten
+        return
+    assert all(v is None or math.isfinite(v) for v in metrics.values().values()), metrics
+    assert set(metrics.notes) == {name for name, v in metrics.values().items() if v is None}
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=WORKLOAD | JSON_VALUES)
+def test_any_json_workload_loads_or_is_an_input_error(tmp_path, data):
+    check_loads_or_names_the_file(tmp_path, json.dumps(data))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=WORKLOAD, cut=st.integers(min_value=0, max_value=200), junk=st.text(max_size=3))
+def test_any_broken_json_text_is_an_input_error(tmp_path, data, cut, junk):
+    text = json.dumps(data)
+    check_loads_or_names_the_file(tmp_path, text[:cut] + junk + text[cut:])

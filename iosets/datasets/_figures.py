@@ -65,7 +65,15 @@ def figure_seed(figure: str, point: float, seed: int) -> np.random.SeedSequence:
     return np.random.SeedSequence([zlib.crc32(family.encode()), index, seed])
 
 
-def make_figure_workload(figure: str, point: float, *, omega: float = 0.8, random_state=None) -> Workload:
+def make_figure_workload(
+    figure: str,
+    point: float,
+    *,
+    omega: float = 0.8,
+    horizon: float = 20000.0,
+    window: tuple[float, float] | None = None,
+    random_state=None,
+) -> Workload:
     """A workload of the paper's sweep ``figure`` at ``point``.
 
     Parameters
@@ -75,6 +83,10 @@ def make_figure_workload(figure: str, point: float, *, omega: float = 0.8, rando
         The swept value: n_H (fig6, fig7), noise b (fig8), eta = sigma/mu (fig9),
         the fourth profile's mu (fig10).
     omega : float, default=0.8
+    horizon : float, default=20000.0
+        h in seconds (the paper's).
+    window : tuple of float, default=None
+        Metric window; by default (0.3 h, 0.7 h), the paper's (6000, 14000) for h = 20 000 s.
     random_state : int, Generator, SeedSequence or None, default=None
 
     Examples
@@ -83,4 +95,11 @@ def make_figure_workload(figure: str, point: float, *, omega: float = 0.8, rando
     60
     """
     sweep = FIGURES[check_choice(figure, "figure", tuple(FIGURES))]
-    return make_iosets_workload(sweep.profiles(point), omega=omega, noise=sweep.noise(point), random_state=random_state)
+    return make_iosets_workload(
+        sweep.profiles(point),
+        omega=omega,
+        noise=sweep.noise(point),
+        horizon=horizon,
+        window=window,
+        random_state=random_state,
+    )

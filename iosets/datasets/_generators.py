@@ -6,7 +6,7 @@ import numpy as np
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..workload import Workload
+from ..workload import Workload, iteration_counts, metric_window
 
 
 def _truncated_normal(rng: np.random.Generator, mu: float, sigma: float, size: int) -> np.ndarray:
@@ -25,7 +25,7 @@ def make_iosets_workload(
     omega: float = 0.8,
     noise: float = 0.1,
     horizon: float = 20000.0,
-    window: tuple[float, float] = (6000.0, 14000.0),
+    window: tuple[float, float] | None = None,
     bandwidth: float = 1e9,
     random_state=None,
 ) -> Workload:
@@ -33,7 +33,8 @@ def make_iosets_workload(
 
     For each profile ``(count, mu, sigma)``, ``count`` jobs draw w_iter from
     N(mu, sigma) truncated to positive values; a job runs n = floor(h / w_iter)
-    iterations (at least one), is released at U[0, w_iter], and has
+    iterations (at least one; more than :data:`~iosets.workload.MAX_PHASES` in all
+    are refused), is released at U[0, w_iter], and has
     alpha_io = omega alpha_j / sum(alpha) with alpha_j ~ U[0, 1]. Phase i lasts
     t_cpu (1 + g) and moves t_io (1 + g') B bytes with g, g' ~ U[-b, b],
     t_cpu = (1 - alpha_io) w_iter and t_io = alpha_io w_iter.
@@ -48,8 +49,9 @@ def make_iosets_workload(
         Noise bound b, in [0, 1].
     horizon : float, default=20000.0
         h in seconds.
-    window : tuple of float, default=(6000.0, 14000.0)
-        Metric window.
+    window : tuple of float, default=None
+        Metric window, within [0, horizon]; by default (0.3 h, 0.7 h), the paper's
+        (6000, 14000) for h = 20 000 s.
     bandwidth : float, default=1e9
         B in bytes/s.
     random_state : int, numpy Generator, SeedSequence or None, default=None
@@ -72,6 +74,7 @@ def make_iosets_workload(
     if noise > 1:
         raise InputError(f"noise must be in [0, 1], got {noise!r}")
     check_positive(horizon, "horizon")
+    window = metric_window(window, horizon)
     check_positive(bandwidth, "bandwidth")
     counts, mus, sigmas = [], [], []
     for i, profile in enumerate(profiles):
@@ -86,7 +89,8 @@ def make_iosets_workload(
 
     w_iter = np.concatenate([_truncated_normal(rng, m, s, c) for c, m, s in zip(counts, mus, sigmas, strict=True)])
     profile_of_job = np.repeat(np.arange(len(counts)), counts)
-    n_iter = np.maximum(np.floor(horizon / w_iter), 1).astype(np.int64)
+    ids = [f"j{k}" for k in range(n_jobs)]
+    n_iter = iteration_counts(ids, w_iter, horizon)
     release = rng.uniform(0.0, w_iter)
     alpha = rng.uniform(0.0, 1.0, n_jobs)
     alpha_io = omega * alpha / alpha.sum()
@@ -97,7 +101,7 @@ def make_iosets_workload(
     io_bytes = alpha_io[job] * w_iter[job] * (1 + gamma[1]) * bandwidth
 
     return Workload.from_arrays(
-        [f"j{k}" for k in range(n_jobs)],
+        ids,
         release,
         job,
         t_cpu,
@@ -106,5 +110,5 @@ def make_iosets_workload(
         profile=profile_of_job,
         bandwidth=bandwidth,
         horizon=horizon,
-        window=(float(window[0]), float(window[1])),
+        window=window,
     )

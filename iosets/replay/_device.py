@@ -1,10 +1,14 @@
 """The device model of the request-level engine."""
 
 from dataclasses import asdict, dataclass, fields
+from numbers import Integral
 from typing import Any
 
-from .._validation import check_count, check_positive
+from .._validation import check_positive
 from ..errors import InputError
+
+MAX_QUEUE_DEPTH = 2**31 - 1
+"""The engine counts outstanding units in 32 bits."""
 
 
 @dataclass(frozen=True)
@@ -18,7 +22,7 @@ class Device:
     Parameters
     ----------
     queue_depth : int, default=1
-        Units in service or queued at the device at once.
+        Units in service or queued at the device at once, 1 to 2^31 - 1.
     bandwidth : float, default=1e9
         Bytes per second.
     overhead : float, default=5e-5
@@ -37,7 +41,9 @@ class Device:
     iops: float = 0.0
 
     def __post_init__(self):
-        check_count(self.queue_depth, "device queue_depth", minimum=1)
+        depth = self.queue_depth
+        if isinstance(depth, bool) or not isinstance(depth, Integral) or not 1 <= depth <= MAX_QUEUE_DEPTH:
+            raise InputError(f"device queue_depth must be an integer in [1, {MAX_QUEUE_DEPTH}], got {depth!r}")
         check_positive(self.bandwidth, "device bandwidth")
         check_positive(self.overhead, "device overhead", strict=False)
         check_positive(self.seek, "device seek", strict=False)
@@ -45,7 +51,7 @@ class Device:
 
     def as_tuple(self) -> tuple:
         """The tuple the C engine takes."""
-        return (self.queue_depth, float(self.bandwidth), float(self.overhead), float(self.seek), float(self.iops))
+        return (int(self.queue_depth), float(self.bandwidth), float(self.overhead), float(self.seek), float(self.iops))
 
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":

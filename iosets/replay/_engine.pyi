@@ -1,7 +1,9 @@
 """Types of the C core, iosets.replay._engine (iosets/replay/src/_engine.c).
 
 Arrays cross as C-contiguous buffers of the dtypes below; outputs are preallocated by
-the caller and filled in place. Errors in the data raise iosets.errors.ReplayError.
+the caller and filled in place. Errors in the data raise iosets.errors.ReplayError. The
+engines check for signals every 64 k units of work: Ctrl-C raises KeyboardInterrupt
+within milliseconds (the outputs are then incomplete).
 """
 
 import numpy as np
@@ -22,7 +24,7 @@ def replay_phases(
     io_end: NDArray[np.float64],
     /,
 ) -> tuple[int, float, float, float]:
-    """Replay a phase-level workload; returns (n_events, utilization, io_slowdown, max_stretch)."""
+    """Replay a phase-level workload; returns (n_events, utilization, io_slowdown, max_stretch), NaN where undefined."""
 
 def phase_metrics(
     phase_ptr: NDArray[np.int64],

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,24 +18,71 @@ if TYPE_CHECKING:
 class PhaseMetrics:
     """System and user metrics of one phase-level replay.
 
+    A metric the window cannot give is None, never NaN, and ``notes`` says why.
+
     Attributes
     ----------
-    utilization : float
-        sum_j e_cpu_j / (N (T_end - T_begin)); the upper bound is 1 - omega / N.
-    io_slowdown : float
+    utilization : float or None
+        sum_j e_cpu_j / (N (T_end - T_begin)); the upper bound is 1 - omega / N. None when
+        no job did any work inside the window.
+    io_slowdown : float or None
         Geometric mean over jobs with e_iter_j > 0 of
         (T_end - T_begin - e_cpu_j) / (T_io_j e_iter_j).
-    max_stretch : float
+    max_stretch : float or None
         Max over jobs with work in the window of (T_end - T_begin) / (e_cpu_j + e_io_j).
+    notes : dict of str to str
+        Why each None metric is None, e.g. ``{"io_slowdown": "no job completed an I/O
+        phase inside the window [6000, 14000]"}``.
     """
 
-    utilization: float
-    io_slowdown: float
-    max_stretch: float
+    utilization: float | None
+    io_slowdown: float | None
+    max_stretch: float | None
+    notes: dict[str, str] = field(default_factory=dict, hash=False)
 
-    def to_dict(self) -> dict[str, float]:
-        """The metrics as a plain dict (the CLI's ``--json`` output)."""
-        return asdict(self)
+    @classmethod
+    def measured(cls, values: tuple[float, float, float], workload: Workload) -> PhaseMetrics:
+        """The engine's (utilization, io_slowdown, max_stretch), NaN where undefined, as metrics with notes.
+
+        Without any work inside the window (no Max Stretch) the utilization is None too: a
+        window that saw nothing measures no platform.
+        """
+        utilization, io_slowdown, max_stretch = values
+        if not math.isnan(utilization + io_slowdown + max_stretch):  # the usual case, kept cheap
+            return cls(utilization, io_slowdown, max_stretch)
+        if math.isnan(max_stretch):
+            utilization = math.nan
+        values = (utilization, io_slowdown, max_stretch)
+        notes = {name: _why_undefined(name, workload) for name, v in zip(METRICS, values, strict=True) if math.isnan(v)}
+        return cls(_defined(utilization), _defined(io_slowdown), _defined(max_stretch), notes=notes)
+
+    def values(self) -> dict[str, float | None]:
+        """``{"utilization": ..., "io_slowdown": ..., "max_stretch": ...}``."""
+        return {name: getattr(self, name) for name in METRICS}
+
+    def to_dict(self) -> dict:
+        """The metrics and their ``notes`` as a plain dict (the CLI's ``--json`` output)."""
+        return {**self.values(), "notes": dict(self.notes)}
+
+
+METRICS = ("utilization", "io_slowdown", "max_stretch")
+"""The metrics' names, in :class:`PhaseMetrics` order."""
+
+
+def _defined(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _why_undefined(name: str, workload: Workload) -> str:
+    """Why the engine could not give metric ``name`` (NaN) for ``workload``."""
+    if workload.n_jobs == 0:
+        return "the workload has no job"
+    tb, te = workload.window
+    if name == "io_slowdown" and not workload.io_bytes.any():
+        return "no job moves any byte (T_io = 0 for every job)"
+    if name == "io_slowdown":
+        return f"no job completed an I/O phase inside the window [{tb:g}, {te:g}]"
+    return f"no job did any work inside the window [{tb:g}, {te:g}]"
 
 
 def workload_metrics(
@@ -50,7 +98,7 @@ def workload_metrics(
     ``remaining`` holds, for the window's T_begin and T_end, the bytes left of each phase
     performing I/O at that date (other entries are not read; NaN counts as 0).
     """
-    utilization, io_slowdown, max_stretch = _engine.phase_metrics(
+    values = _engine.phase_metrics(
         workload.offsets,
         workload.io_bytes,
         _float64(cpu_start),
@@ -62,7 +110,7 @@ def workload_metrics(
         workload.bandwidth,
         workload.window,
     )
-    return PhaseMetrics(utilization, io_slowdown, max_stretch)
+    return PhaseMetrics.measured(values, workload)
 
 
 def _float64(values) -> np.ndarray:

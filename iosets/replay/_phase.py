@@ -122,5 +122,5 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
         workload.window,
         *times,
     )
-    metrics = PhaseMetrics(utilization, io_slowdown, max_stretch)
+    metrics = PhaseMetrics.measured((utilization, io_slowdown, max_stretch), workload)
     return PhaseReplay(metrics, sets, priorities, n_events, workload, times)

@@ -1,4 +1,7 @@
-"""Metrics of a request-level replay: shares, throughput, fairness, latency, aggregation."""
+"""Metrics of a request-level replay: shares, throughput, fairness, latency, aggregation.
+
+A metric that cannot be computed is None (null in tables), never NaN, and ``notes`` says why.
+"""
 
 from __future__ import annotations
 
@@ -21,25 +24,28 @@ class RequestMetrics:
     ----------
     classes : polars.DataFrame
         One row per class (:data:`iosets.schemas.REQUEST_CLASSES`): ``class``, ``bytes``,
-        ``requests``, ``share`` (of all bytes), ``throughput`` (bytes / (last completion -
-        first arrival) of the class), ``latency_p50``, ``latency_p99`` (completion - arrival,
-        s), ``reservation`` and ``reservation_met`` (null without a reservation). Built on
-        first access.
-    aggregate_throughput : float
+        ``requests``, ``share`` (of all bytes; null when none moved), ``throughput`` (bytes /
+        (last completion - first arrival) of the class; null over a zero span),
+        ``latency_p50``, ``latency_p99`` (completion - arrival, s), ``reservation`` and
+        ``reservation_met`` (null without a reservation). Built on first access.
+    aggregate_throughput : float or None
         All bytes / (last completion - first arrival).
-    jain_index : float
+    jain_index : float or None
         Jain's fairness index of per-class throughput divided by the class weight.
-    mean_aggregation_size : float
+    mean_aggregation_size : float or None
         Requests per dispatched unit.
     n_units : int
         Dispatched units.
+    notes : dict of str to str
+        Why a metric is None (or the ``throughput`` of some classes null).
     """
 
-    aggregate_throughput: float
-    jain_index: float
-    mean_aggregation_size: float
+    aggregate_throughput: float | None
+    jain_index: float | None
+    mean_aggregation_size: float | None
     n_units: int
     replay: _ReplayedTrace = field(repr=False)
+    notes: dict[str, str] = field(default_factory=dict)
 
     @cached_property
     def classes(self) -> pl.DataFrame:
@@ -54,6 +60,7 @@ class RequestMetrics:
             "jain_index": self.jain_index,
             "mean_aggregation_size": self.mean_aggregation_size,
             "n_units": self.n_units,
+            "notes": dict(self.notes),
         }
 
 
@@ -65,6 +72,7 @@ class _ReplayedTrace:
     complete: np.ndarray
     reservation: np.ndarray
     cost_bytes: bool
+    throughput: np.ndarray  # of the classes with requests, in class order; NaN over a zero span
 
     def classes(self) -> pl.DataFrame:
         """One row per class with requests (see :attr:`RequestMetrics.classes`)."""
@@ -77,11 +85,11 @@ class _ReplayedTrace:
             .agg(
                 pl.col("size").sum().alias("bytes"),
                 pl.len().alias("requests"),
-                (pl.col("size").sum() / (pl.col("complete").max() - pl.col("arrival").min())).alias("throughput"),
                 pl.col("latency").quantile(0.5, "linear").alias("latency_p50"),
                 pl.col("latency").quantile(0.99, "linear").alias("latency_p99"),
             )
             .sort("cls")
+            .with_columns(pl.Series("throughput", self.throughput, nan_to_null=True))
         )
         total = float(trace.size.sum())
         ids = per_class["cls"].to_numpy()
@@ -93,7 +101,7 @@ class _ReplayedTrace:
         reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
         return per_class.with_columns(
             pl.Series("class", trace.classes[ids]),
-            (pl.col("bytes") / total).alias("share"),
+            (pl.col("bytes") / total if total > 0 else pl.lit(None, pl.Float64)).alias("share"),
             reserved.alias("reservation"),
             (rate >= 0.99 * reserved).alias("reservation_met"),
         ).select(
@@ -109,15 +117,17 @@ class _ReplayedTrace:
         )
 
 
-def jain_index(values: np.ndarray) -> float:
-    """(sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one takes everything."""
+def jain_index(values: np.ndarray) -> float | None:
+    """(sum x)^2 / (n sum x^2): 1 when all equal, 1/n when one takes everything; None when
+    there is no value, one is not finite, or all are 0."""
     values = np.asarray(values, dtype=np.float64)
     square = float(np.sum(values**2))
-    return float(np.sum(values) ** 2 / (values.size * square)) if square > 0 else float("nan")
+    return float(np.sum(values) ** 2 / (values.size * square)) if 0 < square < np.inf else None
 
 
 def class_throughput(trace: RequestTrace, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Ids of the classes with requests and their throughput: bytes / (last completion - first arrival)."""
+    """Ids of the classes with requests and their throughput: bytes / (last completion - first arrival),
+    NaN over a zero span (every request of the class completed at its first arrival)."""
     n_classes = trace.classes.size
     requests = np.bincount(trace.cls, minlength=n_classes)
     served = np.bincount(trace.cls, weights=trace.size, minlength=n_classes)
@@ -126,7 +136,8 @@ def class_throughput(trace: RequestTrace, complete: np.ndarray) -> tuple[np.ndar
     last = np.full(n_classes, -np.inf)
     np.maximum.at(last, trace.cls, complete)
     ids = np.flatnonzero(requests)
-    return ids, served[ids] / (last[ids] - first[ids])
+    span = last[ids] - first[ids]
+    return ids, np.divide(served[ids], span, out=np.full(ids.size, np.nan), where=span > 0)
 
 
 def compute_request_metrics(
@@ -138,20 +149,42 @@ def compute_request_metrics(
     *,
     cost_bytes: bool = False,
 ) -> RequestMetrics:
-    """Per-class and global metrics of a replayed trace.
+    """Per-class and global metrics of a replayed trace, None with a note where undefined.
 
     A class with a reservation (> 0, in IOs/s, or bytes/s with ``cost_bytes``) has it
     met when its rate over its own active span reaches 99 % of it.
     """
     span = float(complete.max() - trace.arrival.min()) if trace.n else 0.0
     ids, throughput = class_throughput(trace, complete)
+    jain = jain_index(throughput / weight[ids])
+    zero_span = trace.classes[ids[np.isnan(throughput)]].tolist()
     return RequestMetrics(
-        aggregate_throughput=float(trace.size.sum()) / span if span > 0 else float("nan"),
-        jain_index=jain_index(throughput / weight[ids]) if ids.size else float("nan"),
-        mean_aggregation_size=trace.n / n_units if n_units else float("nan"),
+        aggregate_throughput=float(trace.size.sum()) / span if span > 0 else None,
+        jain_index=jain,
+        mean_aggregation_size=trace.n / n_units if n_units else None,
         n_units=n_units,
-        replay=_ReplayedTrace(trace, complete, reservation, cost_bytes),
+        replay=_ReplayedTrace(trace, complete, reservation, cost_bytes, throughput),
+        notes=_why_undefined(trace, span, zero_span, jain),
     )
+
+
+def _why_undefined(trace: RequestTrace, span: float, zero_span: list, jain: float | None) -> dict[str, str]:
+    """Why each request metric that is None (or null for some classes) is so."""
+    if not trace.n:
+        return dict.fromkeys(("aggregate_throughput", "jain_index", "mean_aggregation_size"), "no request")
+    classes = ", ".join(map(repr, zero_span))
+    notes = {}
+    if zero_span:
+        notes["throughput"] = f"class {classes}: every request completed at the class's first arrival (zero span)"
+    if span <= 0:
+        notes["aggregate_throughput"] = "every request completed at the first arrival (zero span)"
+    if not trace.size.any():
+        notes["share"] = "no request moved a byte"
+    if jain is None and zero_span:
+        notes["jain_index"] = f"no throughput for class {classes}"
+    elif jain is None:
+        notes["jain_index"] = "every class moved 0 bytes" if not trace.size.any() else "throughput / weight overflows"
+    return notes
 
 
 def interval_bytes(trace, complete: np.ndarray, start: float, end: float) -> np.ndarray:

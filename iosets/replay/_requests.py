@@ -5,11 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from numbers import Real
 
 import numpy as np
 import polars as pl
 
-from .._validation import check_choice
+from .._validation import check_choice, check_positive
 from ..errors import InputError
 from . import _engine
 from ._device import Device
@@ -71,26 +72,41 @@ class RequestReplay:
 
 
 def _per_class(values, trace: RequestTrace, name: str, default: float) -> np.ndarray:
-    """A per-class array from None, a scalar, a mapping class -> value or an array."""
-    n = trace.classes.size
+    """A per-class float64 array from None, a scalar, a mapping class -> value or an array
+    (the engine checks the values' ranges)."""
+    labels = trace.classes.tolist()
     if values is None:
-        return np.full(n, float(default))
+        return np.full(len(labels), float(default))
     if isinstance(values, Mapping):
-        unknown = set(values) - set(trace.classes.tolist())
+        unknown = set(values) - set(labels)
         if unknown:
-            raise InputError(
-                f"{name}: unknown classes {sorted(map(str, unknown))}; classes are {trace.classes.tolist()}"
-            )
-        missing = [c for c in trace.classes.tolist() if c not in values]
-        if missing and default is None:
-            raise InputError(f"{name}: no value for classes {missing}")
-        return np.array([float(values.get(c, default)) for c in trace.classes.tolist()])
-    array = np.asarray(values, dtype=np.float64)
+            raise InputError(f"{name}: unknown classes {sorted(map(str, unknown))}; classes are {labels}")
+        values = [values.get(c, default) for c in labels]
+    try:
+        array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name}: expected numbers, got {values!r}") from None
     if array.ndim == 0:
-        return np.full(n, float(array))
-    if array.shape != (n,):
-        raise InputError(f"{name}: expected {n} values (one per class), got {array.shape[0]}")
+        return np.full(len(labels), float(array))
+    if array.shape != (len(labels),):
+        raise InputError(f"{name}: expected {len(labels)} values (one per class), got {array.size}")
     return array
+
+
+def _scheduler_params(scheduler: str, params: dict) -> np.ndarray:
+    """The scheduler's parameter vector, defaults filled in (the engine checks each one's range)."""
+    defaults = SCHEDULER_PARAMS[scheduler]
+    unknown = params.keys() - defaults.keys()
+    if unknown:
+        expected = f"expected one of {', '.join(defaults)}" if defaults else "it takes none"
+        raise InputError(f"{scheduler}: unknown parameters {sorted(unknown)}; {expected}")
+    vector = np.empty(len(defaults))
+    for k, (param, default) in enumerate(defaults.items()):
+        value = params.get(param, default)
+        if not isinstance(value, Real):
+            raise InputError(f"{scheduler}: {param} must be a number, got {value!r}")
+        vector[k] = value
+    return vector
 
 
 def replay_requests(
@@ -132,11 +148,7 @@ def replay_requests(
     RequestReplay
     """
     check_choice(scheduler, "scheduler", SCHEDULERS)
-    defaults = SCHEDULER_PARAMS[scheduler]
-    unknown = params.keys() - defaults.keys()
-    if unknown:
-        expected = f"expected one of {', '.join(defaults)}" if defaults else "it takes none"
-        raise InputError(f"{scheduler}: unknown parameters {sorted(unknown)}; {expected}")
+    vector = _scheduler_params(scheduler, params)
     device = device or _DEFAULT_DEVICE
     trace = (
         ops
@@ -145,13 +157,12 @@ def replay_requests(
             ops,
             class_by=class_by,
             server_by=server_by or ("server" if "server" in ops.columns else None),
-            phase_gap=phase_gap if scheduler == "iosets-wfq" else None,
+            phase_gap=check_positive(phase_gap, "phase_gap", strict=False) if scheduler == "iosets-wfq" else None,
         )
     )
     weight = _per_class(weights, trace, "weights", 1.0)
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)
-    vector = np.array([float(params.get(k, v)) for k, v in defaults.items()], dtype=np.float64)
     dispatch, complete = np.full((2, trace.n), np.nan)  # NaN for a request never dispatched
     unit = np.full(trace.n, -1, dtype=np.int64)
     start = time.perf_counter()

@@ -77,7 +77,14 @@ class RequestTrace:
         missing = [c for c in (class_by, stream_by, server_by) if c is not None and c not in ops.columns]
         if missing:
             raise InputError(f"ops table: missing columns {missing}; has {ops.columns}")
-        frame = OPS.validate(ops, source="ops").with_row_index("_row").sort("start", maintain_order=True)
+        frame = OPS.validate(ops, source="ops").with_row_index("_row")
+        for column in (class_by, stream_by, server_by):
+            if column is not None and frame[column].null_count():
+                row = int(frame[column].is_null().arg_true()[0])
+                raise InputError(
+                    f"ops row {row}: {column}: expected a value (it names a class, stream or server), got null"
+                )
+        frame = frame.sort("start", maintain_order=True)
         if stream_by is None:  # a request's stream: its file where known, else its rank
             frame = frame.with_columns(
                 pl.coalesce(pl.lit("file:") + pl.col("file"), pl.lit("rank:") + pl.col("rank").cast(pl.String)).alias(

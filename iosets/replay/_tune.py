@@ -56,7 +56,8 @@ def tune(
     horizon, window : default=None
         Replay length and measurement window (s); by default 20 times the largest
         w_iter and its middle 40 %, as in the paper (20 000 s, 6000-14 000 s, for
-        w_iter up to about 1000 s).
+        w_iter up to about 1000 s). More than :data:`~iosets.workload.MAX_PHASES`
+        phases (horizon / w_iter per job) are refused before anything is built.
     tolerance : float, default=1e-4
         Utilizations closer than this tie; ties go to the lower Max Stretch, then the
         lower IO-slowdown.
@@ -65,7 +66,8 @@ def tune(
     -------
     polars.DataFrame
         One row per candidate, best first (:data:`iosets.schemas.TUNE_RANKING`): ``rank``,
-        ``mapping``, ``n_sets``, ``utilization``, ``io_slowdown``, ``max_stretch``.
+        ``mapping``, ``n_sets``, ``utilization``, ``io_slowdown``, ``max_stretch`` (null where
+        the window cannot give it, e.g. IO-slowdown when no job does I/O; nulls rank last).
     """
     check_positive(tolerance, "tolerance")
     usable = periodic_jobs(jobs)
@@ -73,10 +75,7 @@ def tune(
         raise InputError("no job with a w_iter and an alpha_io to replay (all jobs are non-periodic)")
     if horizon is None:
         horizon = 20.0 * float(usable.select(pl.col("w_iter").max()).item())
-    check_positive(horizon, "horizon")
-    if window is None:
-        window = (0.3 * horizon, 0.7 * horizon)
-    workload = Workload.from_jobs(
+    workload = Workload._from_periodic_jobs(
         usable, bandwidth=bandwidth, horizon=horizon, window=window, random_state=random_state
     )
     rows = []
@@ -86,8 +85,10 @@ def tune(
         else:
             metrics = replay_phases(workload.with_assignment(*assignment), "explicit").metrics
             n_sets = np.unique(assignment[0]).size
-        rows.append({"mapping": name, "n_sets": n_sets, **metrics.to_dict()})
+        rows.append({"mapping": name, "n_sets": n_sets, **metrics.values()})
     table = pl.DataFrame(rows, schema={name: TUNE_RANKING[name].dtype for name in TUNE_RANKING.names if name != "rank"})
     bucket = (pl.col("utilization") / tolerance).round(0)
-    ranked = table.sort([bucket, "max_stretch", "io_slowdown"], descending=[True, False, False], maintain_order=True)
+    ranked = table.sort(
+        [bucket, "max_stretch", "io_slowdown"], descending=[True, False, False], nulls_last=True, maintain_order=True
+    )
     return ranked.with_row_index("rank", offset=1)

@@ -151,7 +151,7 @@ def window_metrics(timeline, bandwidth, window):
             ratios.append((width - e_cpu) / (t_io * e_iter))
         if e_cpu + e_io > 0:
             stretches.append(width / (e_cpu + e_io))
-    utilization = cpu_total / (n * width) if n else math.nan
+    utilization = cpu_total / (n * width) if stretches else math.nan  # no work inside: nothing measured
     if not ratios:
         slowdown = math.nan
     elif min(ratios) <= 0:  # a job computing through the whole window: a zero factor

@@ -83,7 +83,7 @@ def numpy_metrics(workload, cpu_start, cpu_end, io_start, io_end, remaining):
         logs = np.log((width - e_cpu[counted]) / (t_io[counted] * e_iter[counted]))
     work = e_cpu + e_io
     return (
-        float(e_cpu.sum() / (n_jobs * width)) if n_jobs else math.nan,
+        float(e_cpu.sum() / (n_jobs * width)) if (work > 0).any() else math.nan,  # no work inside: nothing measured
         float(np.exp(np.mean(logs))) if counted.any() else math.nan,
         float(np.max(width / work[work > 0])) if (work > 0).any() else math.nan,
     )
@@ -110,16 +110,23 @@ def test_c_metrics_match_the_numpy_formulas(seed, workload_of):
     expected = numpy_metrics(wl, *timeline)
     for name, e in zip(("utilization", "io_slowdown", "max_stretch"), expected, strict=True):
         g = getattr(got, name)
-        assert (math.isnan(e) and math.isnan(g)) or g == pytest.approx(e, rel=1e-12, abs=1e-300), name
+        assert (math.isnan(e) and g is None and name in got.notes) or g == pytest.approx(e, rel=1e-12, abs=1e-300), name
 
 
-def test_metrics_without_a_counted_job_are_nan(workload_of):
+def test_metrics_without_a_counted_job_are_none_with_a_note(workload_of):
     # the only I/O phase ends after the window: no e_iter, no IO-slowdown; the window holds compute only
     m = metrics(workload_of([(0, 0, 1, [[5, GB]])], window=(1, 3)))
-    assert math.isnan(m.io_slowdown)
+    assert m.io_slowdown is None
     assert m.utilization == pytest.approx(1.0)
     assert m.max_stretch == pytest.approx(1.0)
-    assert m.to_dict() == {"utilization": m.utilization, "io_slowdown": m.io_slowdown, "max_stretch": m.max_stretch}
+    note = "no job completed an I/O phase inside the window [1, 3]"
+    assert m.notes == {"io_slowdown": note}
+    assert m.to_dict() == {
+        "utilization": m.utilization,
+        "io_slowdown": None,
+        "max_stretch": m.max_stretch,
+        "notes": {"io_slowdown": note},
+    }
 
 
 def test_a_job_computing_through_the_window_makes_io_slowdown_zero(workload_of):

@@ -1,6 +1,9 @@
 /* Python glue for the replay engines: the only file that includes Python.h.
  * Arrays cross as C-contiguous buffers; the Python side checks dtypes and
- * preallocates outputs, errors come back as iosets.errors.ReplayError. */
+ * preallocates outputs, errors come back as iosets.errors.ReplayError. The
+ * engines run without the GIL and take it back every INTERRUPT_EVERY units of
+ * work to check for signals: Ctrl-C stops them within milliseconds with the
+ * pending exception (KeyboardInterrupt), every buffer released. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -49,11 +52,26 @@ static int get_buffer(PyObject *obj, buffer *b, const char *name, const char *fm
     return 0;
 }
 
+/* The engines' interrupt hook: takes the GIL back, runs the pending signal handlers
+ * (a KeyboardInterrupt stays pending) and releases it; `arg` holds the thread state. */
+static int signals_pending(void *arg)
+{
+    PyThreadState **thread = arg;
+    PyEval_RestoreThread(*thread);
+    int pending = PyErr_CheckSignals() < 0;
+    *thread = PyEval_SaveThread();
+    return pending;
+}
+
 static const char *phase_error_text(int rc)
 {
     switch (rc) {
     case PE_BAD_RELEASE: return "release must be finite and >= 0 (job %lld)";
     case PE_BAD_PRIORITY: return "priority must be finite and > 0 (job %lld)";
+    case PE_BAD_RATE: return "bandwidth * priority and its inverse must be finite and > 0 (job %lld)";
+    case PE_OVERFLOW:
+        return "job %lld never finished: its dates overflow (release + t_cpu + io_bytes / (bandwidth * priority) "
+               "beyond the largest double)";
     case PE_BAD_PHASES: return "phase offsets must not decrease (job %lld)";
     case PE_BAD_CPU: return "t_cpu must be finite and >= 0 (phase %lld)";
     case PE_BAD_BYTES: return "io_bytes must be finite and >= 0 (phase %lld)";
@@ -85,8 +103,8 @@ static PyObject *raise_error(const char *format, int64_t index)
     return NULL;
 }
 
-/* A parameter error names the scheduler and the parameter; its index is -1. */
-static PyObject *raise_parameter_error(const char *text)
+/* ReplayError(text, -1): a parameter error (naming the scheduler) or an overflow. */
+static PyObject *raise_unindexed(const char *text)
 {
     PyObject *message = PyUnicode_FromString(text);
     if (message == NULL)
@@ -179,11 +197,13 @@ static PyObject *py_replay_phases(PyObject *self, PyObject *args)
         .io_start = b[8].view.buf, .io_end = b[9].view.buf,
     };
     int64_t bad = -1;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = pe_run(&in, &out, &bad);
-    Py_END_ALLOW_THREADS
+    PyThreadState *thread = PyEval_SaveThread();
+    in.interrupt = (interrupt_hook){signals_pending, &thread};
+    int rc = pe_run(&in, &out, &bad);
+    PyEval_RestoreThread(thread);
     release_all(b, N_BUF);
+    if (rc == PE_INTERRUPTED)
+        return NULL;
     if (rc == PE_NOMEM)
         return PyErr_NoMemory();
     if (rc != PE_OK)
@@ -252,9 +272,9 @@ static const char *request_error_text(int rc)
 {
     switch (rc) {
     case RE_BAD_ARRIVAL: return "arrival dates must be finite and sorted (request %lld)";
-    case RE_BAD_SIZE: return "size must be finite and >= 0 (request %lld)";
+    case RE_BAD_SIZE: return "size must be >= 0 and < 2^63 (request %lld)";
     case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
-    case RE_BAD_DEVICE: return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0";
+    case RE_BAD_DEVICE: return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0, all finite";
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
     case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
@@ -334,18 +354,24 @@ static PyObject *py_replay_requests(PyObject *self, PyObject *args)
     };
     re_output out = {.dispatch = b[12].view.buf, .complete = b[13].view.buf, .unit = b[14].view.buf};
     int64_t bad = -1;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = re_run(ops, &ctx, &out, &bad);
-    Py_END_ALLOW_THREADS
-    char param_error[256];
+    PyThreadState *thread = PyEval_SaveThread();
+    ctx.interrupt = (interrupt_hook){signals_pending, &thread};
+    int rc = re_run(ops, &ctx, &out, &bad);
+    PyEval_RestoreThread(thread);
+    char message[256];
     if (rc == RE_BAD_PARAM)
-        re_param_error(ops, (int32_t)bad, ctx.param[bad], param_error, sizeof(param_error));
+        re_param_error(ops, (int32_t)bad, ctx.param[bad], message, sizeof(message));
+    if (rc == RE_OVERFLOW)
+        snprintf(message, sizeof(message),
+                 "%lld requests never completed: their dates overflow (a unit's cost or a scheduler's wait "
+                 "beyond the largest double)", (long long)bad);
     release_all(b, N_BUF);
+    if (rc == RE_INTERRUPTED)
+        return NULL;
     if (rc == RE_NOMEM)
         return PyErr_NoMemory();
-    if (rc == RE_BAD_PARAM)
-        return raise_parameter_error(param_error);
+    if (rc == RE_BAD_PARAM || rc == RE_OVERFLOW)
+        return raise_unindexed(message);
     if (rc != RE_OK)
         return raise_error(request_error_text(rc), bad);
     return PyLong_FromLongLong(out.n_units);

@@ -48,6 +48,12 @@ typedef struct {
 
 static const dd NEVER = {INFINITY, 0.0};
 
+/* A job's rate B p: the engine needs it and its inverse (the time a byte takes) finite and > 0. */
+static int rate_ok(double rate)
+{
+    return rate > 0 && isfinite(rate) && isfinite(1.0 / rate);
+}
+
 static int validate(const pe_input *in, int64_t *bad)
 {
     if (!(in->bandwidth > 0) || !isfinite(in->bandwidth))
@@ -60,6 +66,8 @@ static int validate(const pe_input *in, int64_t *bad)
             return PE_BAD_RELEASE;
         if (!(in->priority[j] > 0) || !isfinite(in->priority[j]))
             return PE_BAD_PRIORITY;
+        if (!rate_ok(in->bandwidth * in->priority[j]))
+            return PE_BAD_RATE;
         if (in->phase_ptr[j + 1] < in->phase_ptr[j])
             return PE_BAD_PHASES;
     }
@@ -299,10 +307,13 @@ static void release_jobs(engine *e, double date)
         start_compute(e, heap_pop(&e->releases).id);
 }
 
-/* Releases and steps in date order (a release first at a tie) until nothing is left. */
-static void run(engine *e)
+/* Releases and steps in date order (a release first at a tie) until nothing is left,
+ * or the interrupt hook asks to stop (PE_INTERRUPTED). */
+static int run(engine *e)
 {
-    for (;;) {
+    for (int64_t dates = 1;; dates++) {
+        if (interrupt_due(&e->in->interrupt, dates - 1, dates))
+            return PE_INTERRUPTED;
         double t_rel = e->releases.size > 0 ? e->releases.items[0].key : INFINITY;
         dd date = next_event(e);
         if (t_rel < INFINITY && dd_less_eq(dd_of(t_rel), date))
@@ -310,8 +321,17 @@ static void run(engine *e)
         else if (date.hi < INFINITY)
             engine_step(e, date);
         else
-            break;
+            return PE_OK;
     }
+}
+
+/* The first job with a phase left (its dates overflowed to infinity), or -1. */
+static int32_t unfinished_job(const engine *e)
+{
+    for (int32_t j = 0; j < e->in->n_jobs; j++)
+        if (e->phase[j] < e->in->phase_ptr[j + 1])
+            return j;
+    return -1;
 }
 
 typedef struct {
@@ -435,8 +455,11 @@ int pe_run(const pe_input *in, pe_output *out, int64_t *bad_index)
         engine_free(&e);
         return PE_NOMEM;
     }
-    run(&e);
-    out->metrics = measure(&e);
+    rc = run(&e);
+    if (rc == PE_OK && (*bad_index = unfinished_job(&e)) >= 0)
+        rc = PE_OVERFLOW;
+    if (rc == PE_OK)
+        out->metrics = measure(&e);
     engine_free(&e);
-    return PE_OK;
+    return rc;
 }

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "interrupt.h"
+
 enum {
     PE_OK = 0,
     PE_NOMEM = 1,
@@ -23,18 +25,22 @@ enum {
     PE_BAD_BYTES = 6,     /* index = phase */
     PE_BAD_BANDWIDTH = 7,
     PE_BAD_WINDOW = 8,
+    PE_INTERRUPTED = 9,   /* the hook asked to stop */
+    PE_OVERFLOW = 10,     /* index = a job whose dates overflow: it never finished */
+    PE_BAD_RATE = 11,     /* index = job: bandwidth * priority or its inverse not finite */
 };
 
 typedef struct {
     int32_t n_jobs;
     const double *release;    /* [n_jobs] first compute phase starts here */
     const int64_t *set;       /* [n_jobs] set label, any integer */
-    const double *priority;   /* [n_jobs] > 0 */
+    const double *priority;   /* [n_jobs] > 0; bandwidth * priority and its inverse finite */
     const int64_t *phase_ptr; /* [n_jobs + 1] job j owns phases [ptr[j], ptr[j+1]) */
     const double *t_cpu;      /* [n_phases] seconds */
     const double *io_bytes;   /* [n_phases] bytes */
     double bandwidth;         /* bytes per second */
     double window[2];         /* [T_begin, T_end] of the metrics */
+    interrupt_hook interrupt; /* asked every INTERRUPT_EVERY event dates */
 } pe_input;
 
 /* The metrics of DESIGN.md over the window; NaN where undefined. */
@@ -49,7 +55,8 @@ typedef struct {
 } pe_output;
 
 /* Runs the workload to completion and measures it. Returns PE_OK or an error
- * code, with the offending job or phase index in *bad_index. */
+ * code, with the offending job or phase index in *bad_index; the outputs are
+ * complete only with PE_OK. */
 int pe_run(const pe_input *in, pe_output *out, int64_t *bad_index);
 
 /* A replayed timeline, from this engine or another one. remaining[w] holds the

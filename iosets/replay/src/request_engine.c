@@ -34,13 +34,15 @@ typedef struct {
     int32_t n_dirty;
     heap done;              /* (completion of the head unit, server) */
     heap wake;              /* (scheduler wake-up date, server) */
+    int64_t n_completed;    /* requests */
     int64_t buffer[MAX_UNIT];
 } engine_state;
 
 static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
 {
     if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
-        !(dev->overhead >= 0) || !(dev->seek >= 0) || !(dev->iops >= 0) || !isfinite(dev->iops))
+        !(dev->overhead >= 0) || !isfinite(dev->overhead) || !(dev->seek >= 0) || !isfinite(dev->seek) ||
+        !(dev->iops >= 0) || !isfinite(dev->iops))
         return RE_BAD_DEVICE;
     double previous = -INFINITY;
     for (int64_t i = 0; i < rq->n; i++) {
@@ -48,7 +50,7 @@ static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
         if (!isfinite(rq->arrival[i]) || rq->arrival[i] < previous)
             return RE_BAD_ARRIVAL;
         previous = rq->arrival[i];
-        if (!(rq->size[i] >= 0) || !isfinite(rq->size[i]))
+        if (!(rq->size[i] >= 0) || !(rq->size[i] < 0x1p63))
             return RE_BAD_SIZE;
         if (rq->cls[i] < 0 || rq->cls[i] >= rq->n_classes || rq->stream[i] < 0 ||
             rq->stream[i] >= rq->n_streams || rq->server[i] < 0 || rq->server[i] >= rq->n_servers ||
@@ -74,7 +76,7 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     int64_t first = reqs[0], last = reqs[k - 1];
     int contiguous = rq->stream[first] == e->last_stream[server] && rq->offset[first] == e->last_end[server];
     e->last_stream[server] = rq->stream[last];
-    e->last_end[server] = rq->offset[last] + (int64_t)rq->size[last];
+    e->last_end[server] = request_end(rq, last);
     if (dev->iops > 0)
         return 1.0 / dev->iops;
     double bytes = rq->size[first];
@@ -158,6 +160,7 @@ static void complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e,
     e->slots[slot].next = e->free_slot;
     e->free_slot = slot;
     e->outstanding[server]--;
+    e->n_completed += u.count;
     int64_t req = u.first;
     for (int64_t j = 0; j < u.count; j++) {
         out->complete[req] = now;
@@ -240,15 +243,18 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         return RE_NOMEM;
     }
     out->n_units = 0;
-    int64_t next = 0;
+    /* for the interrupt hook, once per turn (the batch of one date is not split): the work
+     * done so far, counted as turns, servers tried and requests queued (each request is
+     * sent and done once at most) */
+    int64_t next = 0, tries = 0, work = 0;
     for (;;) {
         double t_arrival = next < rq->n ? rq->arrival[next] : INFINITY;
         double t_done = e->done.size ? e->done.items[0].key : INFINITY;
         double t_wake = e->wake.size ? e->wake.items[0].key : INFINITY;
         double now = t_arrival < t_done ? t_arrival : t_done;
         now = t_wake < now ? t_wake : now;
-        if (now == INFINITY)
-            break;
+        if (!(now < INFINITY))
+            break; /* nothing left, or dates overflowed (checked below) */
         int completed = 0;
         while (e->done.size && e->done.items[0].key <= now) {
             complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
@@ -264,6 +270,13 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         }
         while (e->wake.size && e->wake.items[0].key <= now)
             mark_dirty(e, heap_pop(&e->wake).id);
+        int64_t before = work;
+        tries += 1 + e->n_dirty;
+        work = tries + next;
+        if (interrupt_due(&ctx->interrupt, before, work)) {
+            rc = RE_INTERRUPTED;
+            break;
+        }
         for (int32_t i = 0; i < e->n_dirty && rc == RE_OK; i++) {
             int32_t server = e->dirty[i];
             e->is_dirty[server] = 0;
@@ -272,6 +285,10 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         e->n_dirty = 0;
         if (rc != RE_OK)
             break;
+    }
+    if (rc == RE_OK && e->n_completed < rq->n) { /* their completion dates overflowed */
+        *bad_index = rq->n - e->n_completed;
+        rc = RE_OVERFLOW;
     }
     state_free(e);
     ops->destroy(s);

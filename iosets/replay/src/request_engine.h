@@ -15,6 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "interrupt.h"
+
 enum {
     RE_OK = 0,
     RE_NOMEM = 1,
@@ -26,12 +28,14 @@ enum {
     RE_BAD_RESERVATION = 7, /* index = class */
     RE_BAD_LIMIT = 8,     /* index = class */
     RE_BAD_PARAM = 9,     /* index = the parameter's entry in the scheduler's params */
+    RE_INTERRUPTED = 10,  /* the hook asked to stop */
+    RE_OVERFLOW = 11,     /* index = requests never completed: their dates overflow */
 };
 
 typedef struct {
     int64_t n;
     const double *arrival;  /* [n] sorted, s */
-    const double *size;     /* [n] bytes > 0 */
+    const double *size;     /* [n] bytes, in [0, 2^63) */
     const int64_t *offset;  /* [n] bytes */
     const int32_t *cls;     /* [n] class (set, job, client...) in [0, n_classes) */
     const int32_t *stream;  /* [n] file or device stream in [0, n_streams) */
@@ -56,6 +60,7 @@ typedef struct {
     const double *reservation;  /* [n_classes] */
     const double *limit;        /* [n_classes], 0 = none */
     const double *param;        /* [n_params] scheduler scalars, in the order of its params */
+    interrupt_hook interrupt;   /* asked about every INTERRUPT_EVERY turns, servers tried and requests queued */
 } re_context;
 
 /* One scalar parameter of a scheduler, declared next to the scheduler (sched_*.c).
@@ -122,12 +127,21 @@ void re_param_rule(const re_param *p, char *buf, size_t size);
 /* "rbfq: idle_credit must be >= 0, got -1". */
 void re_param_error(const re_sched_ops *ops, int32_t index, double value, char *buf, size_t size);
 
+/* Where a request ends: offset + size, wrapping past INT64_MAX instead of overflowing
+ * (such an end continues no request, which is all the engines ask of it). */
+static inline int64_t request_end(const re_requests *rq, int64_t req)
+{
+    return (int64_t)((uint64_t)rq->offset[req] + (uint64_t)rq->size[req]);
+}
+
 /* An allocation count of at least one item (malloc(0) may return NULL). */
 static inline size_t at_least_one(int64_t n)
 {
     return (size_t)(n > 0 ? n : 1);
 }
 
+/* Replays the requests; returns RE_OK or an error code with its index in *bad_index
+ * (the outputs are complete only with RE_OK). */
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index);
 
 #endif

@@ -286,11 +286,6 @@ static re_sched *aioli_create(const re_context *ctx, int *rc, int64_t *bad)
 
 /* ---- units and waits ---- */
 
-static int64_t end_of(const re_requests *rq, int64_t req)
-{
-    return rq->offset[req] + (int64_t)rq->size[req];
-}
-
 static end_slot *end_slot_of(re_sched *s, int32_t file, int64_t end)
 {
     return &s->ends[mix((uint64_t)end * 31 + (uint64_t)file) & s->ends_mask];
@@ -306,14 +301,14 @@ static void offer(re_sched *s, file_state *fs)
     fs->unit_count = 1;
     fs->unit_bytes = rq->size[req];
     fs->unit_oldest = rq->arrival[req];
-    fs->unit_end = end_of(rq, req);
+    fs->unit_end = request_end(rq, req);
     fs->unit_last = req;
     for (int64_t nx = s->next[req]; nx >= 0 && rq->offset[nx] == fs->unit_end; nx = s->next[nx]) {
         if (fs->unit_count >= s->limit || fs->unit_bytes + rq->size[nx] > s->max_aggregation)
             break;
         fs->unit_count++;
         fs->unit_bytes += rq->size[nx];
-        fs->unit_end = end_of(rq, nx);
+        fs->unit_end = request_end(rq, nx);
         fs->unit_last = nx;
         if (rq->arrival[nx] < fs->unit_oldest)
             fs->unit_oldest = rq->arrival[nx];
@@ -365,7 +360,7 @@ static void learn_gap(re_sched *s, file_state *fs, int32_t f, int64_t pred, int6
 {
     const re_requests *rq = s->rq;
     double sample = -1;
-    if (pred >= 0 && end_of(rq, pred) == rq->offset[req]) {
+    if (pred >= 0 && request_end(rq, pred) == rq->offset[req]) {
         sample = rq->arrival[req] - rq->arrival[pred];
     } else {
         end_slot *slot = end_slot_of(s, f, rq->offset[req]);
