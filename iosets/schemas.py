@@ -543,8 +543,13 @@ REQUEST_CLASSES = TableSchema(
         Column("class", None, "Class."),
         Column("bytes", pl.Float64, "Bytes served."),
         Column("requests", pl.Int64, "Requests served."),
-        Column("share", pl.Float64, "Share of all bytes."),
-        Column("throughput", pl.Float64, "Bytes / (last completion - first arrival) (bytes/s)."),
+        Column("share", pl.Float64, "Share of all bytes; null when no request moved a byte.", nullable=True),
+        Column(
+            "throughput",
+            pl.Float64,
+            "Bytes / (last completion - first arrival) (bytes/s); null over a zero span.",
+            nullable=True,
+        ),
         Column("latency_p50", pl.Float64, "Median latency, completion - arrival (s)."),
         Column("latency_p99", pl.Float64, "99th percentile latency (s)."),
         Column("reservation", pl.Float64, "RBFQ reservation, null if none.", nullable=True),
@@ -559,9 +564,14 @@ TUNE_RANKING = TableSchema(
         Column("rank", pl.UInt32, "1 = recommended."),
         Column("mapping", pl.String, "Mapping: set-<b>, gmm or fair-share."),
         Column("n_sets", pl.Int64, "Sets the mapping uses."),
-        Column("utilization", pl.Float64, "Utilization over the window."),
-        Column("io_slowdown", pl.Float64, "IO-slowdown (geometric mean)."),
-        Column("max_stretch", pl.Float64, "Max Stretch."),
+        Column("utilization", pl.Float64, "Utilization over the window; null when no job worked in it.", nullable=True),
+        Column(
+            "io_slowdown",
+            pl.Float64,
+            "IO-slowdown (geometric mean); null when no I/O phase ended in the window.",
+            nullable=True,
+        ),
+        Column("max_stretch", pl.Float64, "Max Stretch; null when no job worked in the window.", nullable=True),
     ),
 )
 

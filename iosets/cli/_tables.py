@@ -24,13 +24,24 @@ class Column:
     justify: Literal["left", "right"] = "right"
 
 
-def field(name: str, template: str = "{}", *, missing: str = "-") -> Callable[[Row], str]:
-    """The cell showing ``row[name]`` through ``template`` (``"{:.4f}"``), or ``missing`` when it is None or
-    a NaN or infinite float (a number that could not be computed; ``--json`` prints it as null)."""
+def shown(value: Any, template: str = "{}", *, scale: float = 1.0, missing: str = "-") -> str:
+    """``value`` (times ``scale``) through ``template``, or ``missing`` when it is None or a NaN or infinite
+    float (a number that could not be computed; ``--json`` prints it as null)."""
+    value = computed(value)
+    return missing if value is None else template.format(value * scale if scale != 1.0 else value)
+
+
+def ratio(numerator: Any, denominator: Any) -> float | None:
+    """``numerator / denominator``, or None when either could not be computed or the denominator is 0."""
+    numerator, denominator = computed(numerator), computed(denominator)
+    return None if numerator is None or not denominator else numerator / denominator
+
+
+def field(name: str, template: str = "{}", *, scale: float = 1.0, missing: str = "-") -> Callable[[Row], str]:
+    """The cell showing ``row[name]`` (times ``scale``) through ``template`` (``"{:.4f}"``), or ``missing``."""
 
     def cell(row: Row) -> str:
-        value = computed(row[name])
-        return missing if value is None else template.format(value)
+        return shown(row[name], template, scale=scale, missing=missing)
 
     return cell
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._output import echo, show, warnings_to_stderr
-from ._tables import Column, field, render_table
+from ._tables import Column, field, render_table, shown
 from .recommender import ranking_table, set_table
 from .replay import metrics_table
 
@@ -95,7 +95,8 @@ def _sample_replay(jobs: pl.DataFrame) -> str:
     workload = Workload.from_jobs(jobs, horizon=2000.0, window=(200.0, 1800.0))
     metrics = {policy: replay_phases(workload, policy).metrics for policy in ("fair-share", "set-10")}
     return f"{workload.n_jobs} periodic jobs replayed for 2000 s: " + ", ".join(
-        f"{policy} utilization {m.utilization:.4f} IO-slowdown {m.io_slowdown:.3f}" for policy, m in metrics.items()
+        f"{policy} utilization {shown(m.utilization, '{:.4f}')} IO-slowdown {shown(m.io_slowdown, '{:.3f}')}"
+        for policy, m in metrics.items()
     )
 
 

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ._choices import EXPORT_FORMATS, MAPPINGS, TBF_TARGET, TUNE_BASES, one_of
 from ._output import echo, print_json, show, warnings_to_stderr
 from ._parse import parse_fields, parse_names, parse_numbers
-from ._tables import Column, Row, field, render_table
+from ._tables import Column, Row, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
     import polars as pl
@@ -68,11 +68,13 @@ def ranking_table(ranking: pl.DataFrame, *, title: str) -> RenderableType:
     rows: list[dict[str, Any]] = list(ranking.iter_rows(named=True))
     fair = next(row for row in rows if row["mapping"] == "fair-share")
     for row in rows:
-        row["utilization_gain_pct"] = 100 * (row["utilization"] / fair["utilization"] - 1)
+        gain = ratio(row["utilization"], fair["utilization"])
+        row["utilization_gain_pct"] = None if gain is None else 100 * (gain - 1)
     best = rows[0]
     caption = (
-        f"recommended: {best['mapping']} (utilization {best['utilization']:.4f} vs FAIR-SHARE "
-        f"{fair['utilization']:.4f}, IO-slowdown {fair['io_slowdown'] / best['io_slowdown']:.2f}x better)"
+        f"recommended: {best['mapping']} (utilization {shown(best['utilization'], '{:.4f}')} vs FAIR-SHARE "
+        f"{shown(fair['utilization'], '{:.4f}')}, "
+        f"IO-slowdown {shown(ratio(fair['io_slowdown'], best['io_slowdown']), '{:.2f}')}x better)"
     )
     return render_table(rows, RANKING_COLUMNS, title=title, caption=caption)
 

@@ -11,7 +11,7 @@ from ..errors import InputError
 from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
 from ._output import echo, print_json, progress, show, show_note
 from ._parse import parse_numbers, parse_pairs, parse_profile, parse_window
-from ._tables import Column, field, render_table
+from ._tables import Column, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -29,9 +29,9 @@ CLASS_COLUMNS = (
     Column("bytes", field("bytes", "{:.0f}")),
     Column("requests", field("requests")),
     Column("share", field("share", "{:.3f}")),
-    Column("throughput MB/s", lambda row: f"{row['throughput'] / 1e6:.2f}"),
-    Column("p50 ms", lambda row: f"{row['latency_p50'] * 1e3:.3f}"),
-    Column("p99 ms", lambda row: f"{row['latency_p99'] * 1e3:.3f}"),
+    Column("throughput MB/s", field("throughput", "{:.2f}", scale=1e-6)),
+    Column("p50 ms", field("latency_p50", "{:.3f}", scale=1e3)),
+    Column("p99 ms", field("latency_p99", "{:.3f}", scale=1e3)),
 )
 """Per-class request metrics (the ``classes`` of ``RequestMetrics.to_dict()``)."""
 
@@ -53,7 +53,7 @@ def metrics_table(runs: dict[str, dict[str, float]], *, title: str, reference: s
     if reference is None:
         return render_table(rows, METRICS_COLUMNS, title=title)
     for row in rows:
-        row["gain"] = runs[reference]["io_slowdown"] / row["io_slowdown"]
+        row["gain"] = ratio(runs[reference]["io_slowdown"], row["io_slowdown"])
     gain = Column(f"IO-slowdown gain vs {reference}", field("gain", "{:.2f}x"))
     return render_table(rows, (*METRICS_COLUMNS, gain), title=title)
 
@@ -69,10 +69,8 @@ def generate(
     ] = None,
     omega: Annotated[float, typer.Option(help="I/O stress: sum of alpha_io.")] = 0.8,
     noise: Annotated[float, typer.Option(help="Noise bound b of phase lengths.")] = 0.1,
-    horizon: Annotated[float, typer.Option(help="Horizon h in seconds.")] = 20000.0,
-    window: Annotated[
-        str | None, typer.Option(help="Metric window T_BEGIN,T_END (s) of --profile; default: 0.3 h,0.7 h.")
-    ] = None,
+    horizon: Annotated[float, typer.Option(help="Horizon h in seconds (the paper's presets use 20000).")] = 20000.0,
+    window: Annotated[str | None, typer.Option(help="Metric window T_BEGIN,T_END (s); default: 0.3 h,0.7 h.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
     """Generate a workload with the paper's protocol (seed 004, section V-B)."""
@@ -84,11 +82,10 @@ def generate(
         raise InputError("give either --figure or --profile, not both")
     if figure is None and not profile:
         raise InputError("give --figure NAME or at least one --profile COUNT,MU,SIGMA")
-    if figure is not None and window is not None:
-        raise InputError("--window applies to --profile; a --figure preset keeps the paper's window")
     check_output(output if output.suffix == ".json" else output / "jobs.parquet", suffixes=(), what="workload")
     if figure is not None:
-        workload = _figure_workload(figure, point, omega=omega, seed=seed)
+        chosen_window = None if window is None else parse_window(window)
+        workload = _figure_workload(figure, point, omega=omega, horizon=horizon, window=chosen_window, seed=seed)
     else:
         profiles = [parse_profile(text) for text in profile or ()]
         workload = make_iosets_workload(
@@ -103,7 +100,9 @@ def generate(
     echo(f"wrote {output}: {workload.n_jobs} jobs, {workload.phases.height} phases")
 
 
-def _figure_workload(figure: str, point: float | None, *, omega: float, seed: int):
+def _figure_workload(
+    figure: str, point: float | None, *, omega: float, horizon: float, window: tuple[float, float] | None, seed: int
+):
     """The preset's workload at ``point`` (the sweep's middle point by default), seeded as the sweeps are."""
     from ..datasets import FIGURES as SWEEPS
     from ..datasets import figure_seed, make_figure_workload
@@ -112,7 +111,9 @@ def _figure_workload(figure: str, point: float | None, *, omega: float, seed: in
     if sweep is None:
         raise InputError(f"unknown figure {figure!r}; expected one of {', '.join(SWEEPS)}")
     chosen = sweep.points[len(sweep.points) // 2] if point is None else point
-    return make_figure_workload(figure, chosen, omega=omega, random_state=figure_seed(figure, chosen, seed))
+    return make_figure_workload(
+        figure, chosen, omega=omega, horizon=horizon, window=window, random_state=figure_seed(figure, chosen, seed)
+    )
 
 
 def replay(
@@ -172,6 +173,8 @@ def replay_requests(
         limits=parse_pairs(limit, "--limit", key) or None,
         **parse_pairs(param, "--param"),
     )
+    for name, why in result.metrics.notes.items():
+        show_note(f"{name}: {why}")
     metrics = result.metrics.to_dict()
     if as_json:
         print_json(metrics)
@@ -179,8 +182,9 @@ def replay_requests(
     title = f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units"
     show(render_table(metrics["classes"], CLASS_COLUMNS, title=title))
     echo(
-        f"aggregate {metrics['aggregate_throughput'] / 1e6:.2f} MB/s, Jain {metrics['jain_index']:.3f}, "
-        f"mean aggregation {metrics['mean_aggregation_size']:.2f}",
+        f"aggregate {shown(metrics['aggregate_throughput'], '{:.2f}', scale=1e-6)} MB/s, "
+        f"Jain {shown(metrics['jain_index'], '{:.3f}')}, "
+        f"mean aggregation {shown(metrics['mean_aggregation_size'], '{:.2f}')}",
         stderr=False,
     )
 

@@ -292,10 +292,11 @@ def test_generate_takes_the_window_it_is_given(tmp_path):
     _fails(
         [*args[:-2], "--window", "100", "-o", str(path)], "--window: expected T_BEGIN,T_END such as 600,1400, got '100'"
     )
-    _fails(
-        ["generate", "--figure", "fig6", "--window", "1,2", "-o", str(path)],
-        "--window applies to --profile; a --figure preset keeps the paper's window",
-    )
+    figure = ["generate", "--figure", "fig6", "--point", "20", "--horizon", "4000", "-o", str(path)]
+    assert runner.invoke(app, figure).exit_code == 0  # a preset follows --horizon too (it was ignored)
+    assert (read_workload(path).horizon, read_workload(path).window) == (4000.0, (1200.0, 2800.0))
+    assert runner.invoke(app, [*figure, "--window", "100,3900"]).exit_code == 0
+    assert read_workload(path).window == (100.0, 3900.0)
 
 
 def test_a_window_without_activity_gives_null_metrics_and_says_why(tmp_path):
@@ -348,3 +349,13 @@ def test_a_log_that_crashes_darshan_util_is_one_line_and_exit_1(tmp_path, seen_c
     assert (done.returncode, done.stdout) == (1, "")  # not -11: the crash stays in the reading process
     assert seen_crash(done.stderr) == f"error: {log}: darshan-util crashed: signal 11 (SIGSEGV) while reading LUSTRE\n"
     assert not (tmp_path / "ops.parquet").exists()
+
+
+def test_replay_requests_that_move_no_byte_print_null_shares_and_say_why(tmp_path):
+    ops = tmp_path / "zero.csv"
+    ops.write_text(OPS_HEADER + "a,0,read,0,0,0.0\nb,0,write,0,0,0.0\n")
+    done = _run("replay-requests", str(ops), "--json")
+    assert done.returncode == 0
+    metrics = json.loads(done.stdout)
+    assert [row["share"] for row in metrics["classes"]] == [None, None] and metrics["jain_index"] is None
+    assert done.stderr == "note: share: no request moved a byte\nnote: jain_index: every class moved 0 bytes\n"
