@@ -28,6 +28,7 @@ from iosets.datasets import figure_seed, make_figure_workload, make_iosets_workl
 from iosets.replay import _engine, assign_policy, replay_phases
 from iosets.replay._experiments import REFERENCE_POLICIES
 from iosets.replay._metrics import workload_metrics
+from iosets.replay._phase import engine_arguments
 from iosets.workload import Workload, write_workload
 
 HERE = Path(__file__).parent
@@ -35,19 +36,7 @@ HERE = Path(__file__).parent
 
 def engine_call(workload, policy: str):
     """The C engine alone on ``workload`` under ``policy``, its arguments prepared once as replay_phases does."""
-    sets, priorities = assign_policy(workload, policy)
-    times = np.empty((4, workload.n_phases))
-    arguments = (
-        workload.release,
-        np.ascontiguousarray(sets, dtype=np.int64),
-        np.ascontiguousarray(priorities, dtype=np.float64),
-        workload.offsets,
-        workload.t_cpu,
-        workload.io_bytes,
-        workload.bandwidth,
-        workload.window,
-        *times,
-    )
+    arguments, _ = engine_arguments(workload, policy)
     return lambda: _engine.replay_phases(*arguments)
 
 

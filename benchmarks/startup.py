@@ -80,22 +80,10 @@ def per_call(function: Callable[[], object], calls: int, repeats: int = 5) -> fl
 
 def phase_engine_call(workload) -> Callable[[], object]:
     """The C phase engine on ``workload`` under 'explicit', arguments prepared once as replay_phases does."""
-    import numpy as np
+    from iosets.replay import _engine
+    from iosets.replay._phase import engine_arguments
 
-    from iosets.replay import _engine, assign_policy
-
-    sets, priorities = assign_policy(workload, "explicit")
-    arguments = (
-        workload.release,
-        np.ascontiguousarray(sets, dtype=np.int64),
-        np.ascontiguousarray(priorities, dtype=np.float64),
-        workload.offsets,
-        workload.t_cpu,
-        workload.io_bytes,
-        workload.bandwidth,
-        workload.window,
-        *np.empty((4, workload.n_phases)),
-    )
+    arguments, _ = engine_arguments(workload, "explicit")
     _engine.replay_phases(*arguments)  # fails here, not in the timing loop, if the signature changed
     return lambda: _engine.replay_phases(*arguments)
 
@@ -110,18 +98,7 @@ def request_engine_call(ops) -> Callable[[], object]:
     n_classes = trace.classes.size
     arguments = (
         "fcfs",
-        trace.arrival,
-        trace.size,
-        trace.offset,
-        trace.cls,
-        trace.stream,
-        trace.server,
-        trace.phase,
-        trace.op,
-        n_classes,
-        trace.n_streams,
-        trace.n_servers,
-        trace.n_phases,
+        *trace.engine_arrays(),
         Device().as_tuple(),
         np.ones(n_classes),
         np.zeros(n_classes),

@@ -116,6 +116,16 @@ def _figure_workload(
     )
 
 
+def _report_metrics(metrics: Any, as_json: bool) -> dict[str, Any] | None:
+    """Print why a metric is null (``note:`` lines), then the metrics as JSON; the metrics for a table otherwise."""
+    for name, why in metrics.notes.items():
+        show_note(f"{name}: {why}")
+    if as_json:
+        print_json(metrics.to_dict())
+        return None
+    return metrics.to_dict()
+
+
 def replay(
     workload: Annotated[Path, typer.Argument(help="Workload .json file or Parquet folder.")],
     policy: Annotated[str, typer.Option(help=one_of(POLICIES))] = "set-10",
@@ -132,11 +142,8 @@ def replay(
     result = replay_phases(read_workload(workload), policy)
     if timeline is not None:
         write_frame(result.timeline, timeline)
-    for name, why in result.metrics.notes.items():
-        show_note(f"{name}: {why}")
-    metrics = result.metrics.to_dict()
-    if as_json:
-        print_json(metrics)
+    metrics = _report_metrics(result.metrics, as_json)
+    if metrics is None:
         return
     show(metrics_table({policy: metrics}, title=f"{workload} ({result.n_events} events)"))
 
@@ -173,11 +180,8 @@ def replay_requests(
         limits=parse_pairs(limit, "--limit", key) or None,
         **parse_pairs(param, "--param"),
     )
-    for name, why in result.metrics.notes.items():
-        show_note(f"{name}: {why}")
-    metrics = result.metrics.to_dict()
-    if as_json:
-        print_json(metrics)
+    metrics = _report_metrics(result.metrics, as_json)
+    if metrics is None:
         return
     title = f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units"
     show(render_table(metrics["classes"], CLASS_COLUMNS, title=title))

@@ -107,14 +107,22 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
     >>> round(replay_phases(wl, "set-10").metrics.utilization, 4)
     0.8414
     """
+    arguments, times = engine_arguments(workload, policy)
+    n_events, utilization, io_slowdown, max_stretch = _engine.replay_phases(*arguments)
+    sets, priorities = arguments[1], arguments[2]
+    metrics = PhaseMetrics.measured((utilization, io_slowdown, max_stretch), workload)
+    return PhaseReplay(metrics, sets, priorities, n_events, workload, times)
+
+
+def engine_arguments(workload: Workload, policy: str) -> tuple[tuple, np.ndarray]:
+    """The arguments of ``_engine.replay_phases`` for ``workload`` under ``policy``, and the (4, n_phases)
+    array whose rows they end with (cpu_start, cpu_end, io_start, io_end, filled by the engine)."""
     sets, priorities = assign_policy(workload, policy)
-    sets = np.ascontiguousarray(sets, dtype=np.int64)
-    priorities = np.ascontiguousarray(priorities, dtype=np.float64)
     times = np.empty((4, workload.n_phases))
-    n_events, utilization, io_slowdown, max_stretch = _engine.replay_phases(
+    arguments = (
         workload.release,
-        sets,
-        priorities,
+        np.ascontiguousarray(sets, dtype=np.int64),
+        np.ascontiguousarray(priorities, dtype=np.float64),
         workload.offsets,
         workload.t_cpu,
         workload.io_bytes,
@@ -122,5 +130,4 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
         workload.window,
         *times,
     )
-    metrics = PhaseMetrics.measured((utilization, io_slowdown, max_stretch), workload)
-    return PhaseReplay(metrics, sets, priorities, n_events, workload, times)
+    return arguments, times

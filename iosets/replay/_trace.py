@@ -47,6 +47,38 @@ class RequestTrace:
         """Number of requests."""
         return self.arrival.size
 
+    def engine_arrays(
+        self,
+    ) -> tuple[
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        np.ndarray,
+        int,
+        int,
+        int,
+        int,
+    ]:
+        """The request arrays and counts in the order ``_engine.replay_requests`` takes them after the scheduler."""
+        return (
+            self.arrival,
+            self.size,
+            self.offset,
+            self.cls,
+            self.stream,
+            self.server,
+            self.phase,
+            self.op,
+            int(self.classes.size),
+            self.n_streams,
+            self.n_servers,
+            self.n_phases,
+        )
+
     @classmethod
     def from_ops(
         cls,

@@ -1,75 +1,82 @@
-/* Binary min-heap of (key, id) pairs; ties on key pop the smaller id first.
- * Plain C, no Python: shared by the replay engines. */
+/* Binary min-heaps of (key, id) pairs; ties on key pop the smaller id first.
+ * Plain C, no Python: shared by the replay engines. IOSETS_DEFINE_HEAP writes one
+ * heap type and its functions for a key type, given how two keys compare:
+ * `heap` (double keys) is defined here, `dd_heap` (double-double) in dd_heap.h. */
 #ifndef IOSETS_HEAP_H
 #define IOSETS_HEAP_H
 
 #include <stdint.h>
 #include <stdlib.h>
 
-typedef struct {
-    double key;
-    int32_t id;
-} heap_item;
-
-typedef struct {
-    heap_item *items;
-    int64_t size;
-    int64_t capacity;
-} heap;
-
-static inline int heap_less(const heap_item *a, const heap_item *b)
-{
-    return a->key < b->key || (a->key == b->key && a->id < b->id);
-}
-
-static inline int heap_init(heap *h, int64_t capacity)
-{
-    h->size = 0;
-    h->capacity = capacity > 0 ? capacity : 1;
-    h->items = malloc((size_t)h->capacity * sizeof(heap_item));
-    return h->items != NULL;
-}
-
-static inline void heap_free(heap *h)
-{
-    free(h->items);
-    h->items = NULL;
-}
-
-/* The caller guarantees size < capacity (every engine bounds its heaps). */
-static inline void heap_push(heap *h, double key, int32_t id)
-{
-    int64_t i = h->size++;
-    heap_item item = {key, id};
-    while (i > 0) {
-        int64_t parent = (i - 1) / 2;
-        if (!heap_less(&item, &h->items[parent]))
-            break;
-        h->items[i] = h->items[parent];
-        i = parent;
+#define IOSETS_DEFINE_HEAP(name, key_t, KEY_LESS, KEY_EQUAL)                                   \
+    typedef struct {                                                                           \
+        key_t key;                                                                             \
+        int32_t id;                                                                            \
+    } name##_item;                                                                             \
+                                                                                               \
+    typedef struct {                                                                           \
+        name##_item *items;                                                                    \
+        int64_t size;                                                                          \
+        int64_t capacity;                                                                      \
+    } name;                                                                                    \
+                                                                                               \
+    static inline int name##_less(const name##_item *a, const name##_item *b)                  \
+    {                                                                                          \
+        return KEY_LESS(a->key, b->key) || (KEY_EQUAL(a->key, b->key) && a->id < b->id);       \
+    }                                                                                          \
+                                                                                               \
+    static inline int name##_init(name *h, int64_t capacity)                                   \
+    {                                                                                          \
+        h->size = 0;                                                                           \
+        h->capacity = capacity > 0 ? capacity : 1;                                             \
+        h->items = malloc((size_t)h->capacity * sizeof(name##_item));                          \
+        return h->items != NULL;                                                               \
+    }                                                                                          \
+                                                                                               \
+    static inline void name##_free(name *h)                                                    \
+    {                                                                                          \
+        free(h->items);                                                                        \
+        h->items = NULL;                                                                       \
+    }                                                                                          \
+                                                                                               \
+    /* The caller guarantees size < capacity (every engine bounds its heaps). */               \
+    static inline void name##_push(name *h, key_t key, int32_t id)                             \
+    {                                                                                          \
+        int64_t i = h->size++;                                                                 \
+        name##_item item = {key, id};                                                          \
+        while (i > 0) {                                                                        \
+            int64_t parent = (i - 1) / 2;                                                      \
+            if (!name##_less(&item, &h->items[parent]))                                        \
+                break;                                                                         \
+            h->items[i] = h->items[parent];                                                    \
+            i = parent;                                                                        \
+        }                                                                                      \
+        h->items[i] = item;                                                                    \
+    }                                                                                          \
+                                                                                               \
+    static inline name##_item name##_pop(name *h)                                              \
+    {                                                                                          \
+        name##_item top = h->items[0];                                                         \
+        name##_item last = h->items[--h->size];                                                \
+        int64_t i = 0, n = h->size;                                                            \
+        for (;;) {                                                                             \
+            int64_t child = 2 * i + 1;                                                         \
+            if (child >= n)                                                                    \
+                break;                                                                         \
+            if (child + 1 < n && name##_less(&h->items[child + 1], &h->items[child]))          \
+                child++;                                                                       \
+            if (!name##_less(&h->items[child], &last))                                         \
+                break;                                                                         \
+            h->items[i] = h->items[child];                                                     \
+            i = child;                                                                         \
+        }                                                                                      \
+        if (n > 0)                                                                             \
+            h->items[i] = last;                                                                \
+        return top;                                                                            \
     }
-    h->items[i] = item;
-}
 
-static inline heap_item heap_pop(heap *h)
-{
-    heap_item top = h->items[0];
-    heap_item last = h->items[--h->size];
-    int64_t i = 0, n = h->size;
-    for (;;) {
-        int64_t child = 2 * i + 1;
-        if (child >= n)
-            break;
-        if (child + 1 < n && heap_less(&h->items[child + 1], &h->items[child]))
-            child++;
-        if (!heap_less(&h->items[child], &last))
-            break;
-        h->items[i] = h->items[child];
-        i = child;
-    }
-    if (n > 0)
-        h->items[i] = last;
-    return top;
-}
+#define IOSETS_DOUBLE_LESS(a, b) ((a) < (b))
+#define IOSETS_DOUBLE_EQUAL(a, b) ((a) == (b))
+IOSETS_DEFINE_HEAP(heap, double, IOSETS_DOUBLE_LESS, IOSETS_DOUBLE_EQUAL)
 
 #endif
