@@ -2,7 +2,10 @@
 
 The records are serialized as darshan-util 3.5 reads them back:
 
-* POSIX: ``struct darshan_posix_file`` (base record, 69 int64 counters, 17 double counters);
+* counter modules (:func:`counter_record`): base record (id, rank), the parent file's record id
+  (H5D, PNETCDF_VAR), int64 counters, double counters, then DFS's pool and container uuids
+  (16 bytes each) and DAOS's uuids and object id (``oid_hi``, ``oid_lo``); e.g. POSIX is
+  ``struct darshan_posix_file`` (base record, 69 int64 counters, 17 double counters, 704 bytes);
 * DXT_POSIX / DXT_MPIIO: ``struct dxt_file_record`` (base record, shared flag, 64-byte hostname,
   write and read counts) followed by the write segments, then the read segments (32 bytes each);
 * HEATMAP: ``struct darshan_heatmap_record`` as laid out in memory, i.e. base record, bin width,
@@ -22,9 +25,42 @@ import numpy as np
 from darshan.backend import cffi_backend
 from darshan.discover_darshan import find_utils
 
-MOD_IDS = {"POSIX": 1, "MPI-IO": 2, "STDIO": 9, "DXT_POSIX": 10, "DXT_MPIIO": 11, "HEATMAP": 15}
-MOD_VERSIONS = {"POSIX": 4, "MPI-IO": 3, "STDIO": 2, "DXT_POSIX": 1, "DXT_MPIIO": 2, "HEATMAP": 1}
-HEATMAP_RECORD_IDS = {"POSIX": 16592106915301738621, "MPIIO": 3668870418325792824, "STDIO": 3989511027826779520}
+MOD_IDS = {
+    "POSIX": 1,
+    "MPI-IO": 2,
+    "H5F": 3,
+    "H5D": 4,
+    "PNETCDF_FILE": 5,
+    "PNETCDF_VAR": 6,
+    "STDIO": 9,
+    "DXT_POSIX": 10,
+    "DXT_MPIIO": 11,
+    "HEATMAP": 15,
+    "DFS": 16,
+    "DAOS": 17,
+}
+MOD_VERSIONS = {
+    "POSIX": 4,
+    "MPI-IO": 3,
+    "H5F": 3,
+    "H5D": 2,
+    "PNETCDF_FILE": 3,
+    "PNETCDF_VAR": 1,
+    "STDIO": 2,
+    "DXT_POSIX": 1,
+    "DXT_MPIIO": 2,
+    "HEATMAP": 1,
+    "DFS": 1,
+    "DAOS": 1,
+}
+"""The newest version darshan-util 3.5 reads of each module (it returns no record of a newer one)."""
+HEATMAP_RECORD_IDS = {
+    "POSIX": 16592106915301738621,
+    "MPIIO": 3668870418325792824,
+    "STDIO": 3989511027826779520,
+    "DFS": 1597927878319380788,
+    "DAOS": 4131494093108637317,
+}
 """Record ids of the ``heatmap:<module>`` name records the runtime writes."""
 
 _CDEF = """
@@ -62,7 +98,8 @@ _ZLIB = 0  # enum darshan_comp_type: DARSHAN_ZLIB_COMP
 _SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 _DXT_HEAD = struct.Struct("<Qqq64sqq")
 _HEATMAP_HEAD = struct.Struct("<Qqdq16x")
-_POSIX_COUNTERS, _POSIX_FCOUNTERS = 69, 17
+_WITH_PARENT = ("H5D", "PNETCDF_VAR")  # a uint64 parent file record id follows the base record
+_TAILS = {"DFS": ("pool_uuid", "cont_uuid"), "DAOS": ("pool_uuid", "cont_uuid", "oid_hi", "oid_lo")}
 
 _ffi = cffi.FFI()
 _ffi.cdef(_CDEF)
@@ -77,16 +114,48 @@ def _library():
     return _lib
 
 
-def posix_record(rec_id: int, rank: int, counters: dict | None = None, fcounters: dict | None = None) -> bytes:
-    """A POSIX record; counters by name (e.g. ``POSIX_BYTES_READ``), the rest zero."""
-    c = np.zeros(_POSIX_COUNTERS, dtype="<i8")
-    f = np.zeros(_POSIX_FCOUNTERS, dtype="<f8")
-    cnames, fnames = cffi_backend.counter_names("POSIX"), cffi_backend.fcounter_names("POSIX")
+def counter_record(
+    module: str,
+    rec_id: int,
+    rank: int,
+    counters: dict | None = None,
+    fcounters: dict | None = None,
+    *,
+    extra: dict | None = None,
+) -> bytes:
+    """A record of a counter module; counters by name (e.g. ``H5D_BYTES_READ``), the rest zero.
+
+    ``extra`` sets the fields beyond the counters: ``file_rec_id`` (H5D, PNETCDF_VAR: the parent
+    file's record id), ``pool_uuid`` / ``cont_uuid`` (DFS, DAOS: 16 bytes) and ``oid_hi`` /
+    ``oid_lo`` (DAOS). The length is checked against darshan-util's struct.
+    """
+    cnames, fnames = cffi_backend.counter_names(module), cffi_backend.fcounter_names(module)
+    c = np.zeros(len(cnames), dtype="<i8")
+    f = np.zeros(len(fnames), dtype="<f8")
     for name, value in (counters or {}).items():
         c[cnames.index(name)] = value
     for name, value in (fcounters or {}).items():
         f[fnames.index(name)] = value
-    return struct.pack("<Qq", rec_id, rank) + c.tobytes() + f.tobytes()
+    extra = dict(extra or {})
+    head = struct.pack("<Qq", rec_id, rank)
+    if module in _WITH_PARENT:
+        head += struct.pack("<Q", extra.pop("file_rec_id", 0))
+    tail = b""
+    for field in _TAILS.get(module, ()):
+        value = extra.pop(field, 0 if field.startswith("oid") else bytes(16))
+        tail += struct.pack("<Q", value) if field.startswith("oid") else struct.pack("16s", value)
+    if extra:
+        raise ValueError(f"{module} records have no field {sorted(extra)}")
+    out = head + c.tobytes() + f.tobytes() + tail
+    size = cffi_backend.ffi.sizeof(cffi_backend._structdefs[module].removesuffix(" **"))
+    if len(out) != size:
+        raise AssertionError(f"{module} record of {len(out)} bytes, darshan-util's struct has {size}")
+    return out
+
+
+def posix_record(rec_id: int, rank: int, counters: dict | None = None, fcounters: dict | None = None) -> bytes:
+    """A POSIX record; counters by name (e.g. ``POSIX_BYTES_READ``), the rest zero."""
+    return counter_record("POSIX", rec_id, rank, counters, fcounters)
 
 
 def dxt_record(rec_id: int, rank: int, writes=(), reads=(), hostname: str = "node0") -> bytes:
@@ -98,7 +167,7 @@ def dxt_record(rec_id: int, rank: int, writes=(), reads=(), hostname: str = "nod
 
 
 def heatmap_record(module: str, rank: int, bin_width: float, write_bins, read_bins) -> bytes:
-    """A HEATMAP record of ``module`` (POSIX, MPIIO or STDIO) for one rank."""
+    """A HEATMAP record of ``module`` (POSIX, MPIIO, STDIO, DFS or DAOS) for one rank."""
     w = np.asarray(write_bins, dtype="<i8")
     r = np.asarray(read_bins, dtype="<i8")
     if w.shape != r.shape:

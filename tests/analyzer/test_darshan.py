@@ -12,6 +12,7 @@ import pytest
 darshan = pytest.importorskip("darshan")
 
 from iosets.analyzer import DarshanJob, read_darshan  # noqa: E402
+from iosets.analyzer._ingest._app_name import app_name  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
 
 DIR = os.path.dirname(darshan.__file__)
@@ -20,6 +21,7 @@ LOGS = sorted(
     + glob.glob(os.path.join(DIR, "tests", "input", "*.darshan"))
 )
 DXT_LOG = os.path.join(DIR, "examples", "example_logs", "dxt.darshan")
+COUNTER_MODULES = ("POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "STDIO", "DFS", "DAOS")
 
 
 def _id(path):
@@ -44,14 +46,17 @@ def test_metadata_matches_pydarshan(path, jobs):
     report = darshan.DarshanReport(path, read_all=False)
     ref = report.metadata["job"]
     exe = report.metadata["exe"].strip()
+    steps = [ref["metadata"][k] for k in ("step", "stepid", "SLURM_STEP_ID") if k in ref["metadata"]]
     assert job.meta == {
         "job_id": str(ref["jobid"]),
         "user": str(ref["uid"]),
-        "app": os.path.basename(exe.split()[0]) if exe else "",
+        "app": app_name(exe),
+        "exe": exe,
         "nprocs": ref["nprocs"],
         "start": ref["start_time_sec"] + ref["start_time_nsec"] * 1e-9,
         "end": ref["end_time_sec"] + ref["end_time_nsec"] * 1e-9,
         "runtime": ref["run_time"],
+        "step": steps[0] if steps else None,
     }
     assert isinstance(job.meta["job_id"], str) and isinstance(job.meta["nprocs"], int)
 
@@ -65,22 +70,32 @@ def test_source_and_counters(path, jobs):
     assert (job.ops is not None) == has_dxt
     assert job.heatmap is None or job.source == "heatmap"
     assert job.partial_dxt is False  # no shipped log is partial
-    mod = next((m for m in ("POSIX", "MPI-IO", "STDIO") if m in report.modules), None)
-    assert job.counters["module"] == mod
-    if mod is None:
-        return
-    pre = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}[mod]
-    c = report.records[mod].to_df()["counters"]
-    f = report.records[mod].to_df()["fcounters"]
-    assert job.counters["bytes_read"] == int(c[f"{pre}_BYTES_READ"].clip(lower=0).sum())
-    assert job.counters["bytes_written"] == int(c[f"{pre}_BYTES_WRITTEN"].clip(lower=0).sum())
-    io = sum(f[f"{pre}_F_{k}_TIME"].clip(lower=0).sum() for k in ("READ", "WRITE", "META"))
-    assert job.counters["io_time"] == pytest.approx(io / job.meta["nprocs"])
-    starts = f.filter(like="_START_TIMESTAMP").to_numpy()
-    ends = f.filter(like="_END_TIMESTAMP").to_numpy()
-    if (starts > 0).any():
-        assert job.counters["first_io"] == pytest.approx(starts[starts > 0].min())
-        assert job.counters["last_io"] == pytest.approx(ends[ends > 0].max())
+    present = [m for m in COUNTER_MODULES if m in report.modules]
+    assert [t.module for t in job.modules] == present
+    totals, starts, ends = {}, [], []
+    for t in job.modules:  # each module's totals as pydarshan's records give them
+        pre = "MPIIO" if t.module == "MPI-IO" else t.module
+        c = report.records[t.module].to_df()["counters"]
+        f = report.records[t.module].to_df()["fcounters"]
+        for field, name in (("bytes_read", "BYTES_READ"), ("bytes_written", "BYTES_WRITTEN")):
+            want = int(c[f"{pre}_{name}"].clip(lower=0).sum()) if f"{pre}_{name}" in c else 0
+            assert getattr(t, field) == want
+            totals[t.module, field] = 0 if t.module in ("H5F", "PNETCDF_FILE") else want
+        times = [f"{pre}_F_{k}_TIME" for k in ("READ", "WRITE", "META") if f"{pre}_F_{k}_TIME" in f]
+        assert t.io_time == pytest.approx(float(f[times].clip(lower=0).to_numpy().sum()))
+        # per rank, the stack's time is at least each module's and at most all of them together
+        assert job.counters["io_time"] >= t.io_time / job.meta["nprocs"] - 1e-9
+        starts += f.filter(like="_START_TIMESTAMP").to_numpy().ravel().tolist()
+        ends += f.filter(like="_END_TIMESTAMP").to_numpy().ravel().tolist()
+    assert job.counters["io_time"] <= sum(t.io_time for t in job.modules) / job.meta["nprocs"] + 1e-9
+    assert job.counters["slowest_io_time"] >= job.counters["io_time"]
+    for field in ("bytes_read", "bytes_written"):
+        v = {m: totals.get((m, field), 0) for m in COUNTER_MODULES}
+        storage = v["POSIX"] + max(v["DFS"], v["DAOS"])
+        assert job.counters[field] == v["STDIO"] + max(v["H5D"], v["PNETCDF_VAR"], v["MPI-IO"], storage)
+    if any(s > 0 for s in starts):
+        assert job.counters["first_io"] == pytest.approx(min(s for s in starts if s > 0))
+        assert job.counters["last_io"] == pytest.approx(max(e for e in ends if e > 0))
         assert 0 <= job.counters["first_io"] <= job.counters["last_io"] <= job.meta["runtime"] + 1
 
 

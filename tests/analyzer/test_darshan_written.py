@@ -40,10 +40,16 @@ def _bins(rank: int) -> tuple[np.ndarray, np.ndarray]:
     return write, read
 
 
+def _posix_sums() -> tuple[np.ndarray, np.ndarray]:
+    """Write and read bins of the POSIX records summed over ranks."""
+    return sum(_bins(r)[0] for r in range(RANKS)), sum(_bins(r)[1] for r in range(RANKS))
+
+
 def _heatmap_records() -> list:
-    """POSIX records of RANKS ranks, and one MPI-IO record with other numbers (must be ignored)."""
+    """POSIX records of RANKS ranks, and one MPI-IO record that sees half their bytes (counted once: POSIX)."""
     recs = [heatmap_record("POSIX", r, WIDTH, *_bins(r)) for r in range(RANKS)]
-    recs.append(heatmap_record("MPIIO", 0, WIDTH, np.full(NBINS, 7), np.full(NBINS, 9)))
+    write, read = _posix_sums()
+    recs.append(heatmap_record("MPIIO", 0, WIDTH, write // 2, read // 2))
     return recs
 
 
@@ -65,11 +71,34 @@ def _dxt_records() -> list:
     return [dxt_record(101, r, writes=_segments(r), reads=_reads(r), hostname=f"nid{r:05d}") for r in range(2)]
 
 
+def _dxt_counters() -> list:
+    """The POSIX counters a runtime writes beside the DXT records: their bytes and operations."""
+    return [
+        posix_record(
+            101,
+            r,
+            {
+                "POSIX_BYTES_WRITTEN": sum(s[1] for s in _segments(r)),
+                "POSIX_WRITES": len(_segments(r)),
+                "POSIX_BYTES_READ": sum(s[1] for s in _reads(r)),
+                "POSIX_READS": len(_reads(r)),
+            },
+        )
+        for r in range(2)
+    ]
+
+
 def _write(path, **kw):
     kw.setdefault("job", JOB)
     kw.setdefault("mounts", MOUNTS)
     write_log(path, **kw)
     return path
+
+
+def _heatmap_counters() -> list:
+    """The POSIX counters beside the heatmap: one shared record with the bins' bytes."""
+    write, read = _posix_sums()
+    return [posix_record(101, -1, {"POSIX_BYTES_WRITTEN": int(write.sum()), "POSIX_BYTES_READ": int(read.sum())})]
 
 
 @pytest.fixture
@@ -78,12 +107,12 @@ def heatmap_log(tmp_path):
         tmp_path / "heatmap.darshan",
         exe="/opt/app/sim --steps 10",
         names=HEATMAP_NAMES,
-        records={"HEATMAP": _heatmap_records()},
+        records={"HEATMAP": _heatmap_records(), "POSIX": _heatmap_counters()},
     )
 
 
 def _dxt_log(tmp_path, name, *, partial, heatmap):
-    records = {"DXT_POSIX": _dxt_records()}
+    records = {"DXT_POSIX": _dxt_records(), "POSIX": _dxt_counters()}
     if heatmap:
         records["HEATMAP"] = _heatmap_records()
     return _write(
@@ -145,9 +174,10 @@ def test_heatmap_only_log_reads_summed_posix_bins(heatmap_log):
     assert job.source == "heatmap" and job.ops is None and job.partial_dxt is False
     width, read, write = job.heatmap
     assert width == WIDTH
-    np.testing.assert_array_equal(write, sum(_bins(r)[0] for r in range(RANKS)))
-    np.testing.assert_array_equal(read, sum(_bins(r)[1] for r in range(RANKS)))
-    assert job.counters["module"] is None and job.counters["bytes_written"] == 0
+    np.testing.assert_array_equal(write, _posix_sums()[0])  # max(MPIIO, POSIX): POSIX, never their sum
+    np.testing.assert_array_equal(read, _posix_sums()[1])
+    assert job.counters["modules"] == "POSIX"
+    assert (job.counters["bytes_written"], job.counters["bytes_read"]) == tuple(int(b.sum()) for b in _posix_sums())
 
 
 def test_heatmap_only_log_meta(heatmap_log):
@@ -156,10 +186,12 @@ def test_heatmap_only_log_meta(heatmap_log):
         "job_id": str(JOB["jobid"]),
         "user": str(JOB["uid"]),
         "app": "sim",
+        "exe": "/opt/app/sim --steps 10",
         "nprocs": JOB["nprocs"],
         "start": START,
         "end": END,
         "runtime": pytest.approx(END - START),
+        "step": None,
     }
 
 
@@ -206,7 +238,7 @@ def test_partial_dxt_yields_to_heatmap(tmp_path):
     job = read_darshan(path)
     assert job.partial_dxt is True and job.source == "heatmap"
     assert _ops_rows(job.ops) == _expected_ops()  # the trace is still returned
-    np.testing.assert_array_equal(job.heatmap[2], sum(_bins(r)[0] for r in range(RANKS)))
+    np.testing.assert_array_equal(job.heatmap[2], _posix_sums()[0])
     row = analyze_log(path)
     assert row["source"] == "heatmap"
     assert row["n_phases"] == len(_burst_starts())  # the whole run, not the traced prefix
@@ -279,6 +311,9 @@ def test_pydarshan_reads_written_posix_counters(counters_log):
         assert {k: f[k][row] for k in fcounters} == fcounters
 
 
+SLOWEST_RANK_TIME = 4.5 + 32.0 / 4  # rank 0: its own 4.5 s read and a quarter of the shared record's 32 s
+
+
 def test_counters_only_log_totals(counters_log):
     job = read_darshan(counters_log)
     assert job.source == "counters" and job.ops is None and job.heatmap is None
@@ -288,10 +323,13 @@ def test_counters_only_log_totals(counters_log):
     assert job.counters == {
         "bytes_read": sum(max(c["POSIX_BYTES_READ"], 0) for c in cs),
         "bytes_written": sum(max(c["POSIX_BYTES_WRITTEN"], 0) for c in cs),
+        "reads": 0,
+        "writes": 0,
         "io_time": pytest.approx(times / JOB["nprocs"]),
+        "slowest_io_time": pytest.approx(SLOWEST_RANK_TIME),
         "first_io": min(v for f in fs for k, v in f.items() if k.endswith("_START_TIMESTAMP")),
         "last_io": max(v for f in fs for k, v in f.items() if k.endswith("_END_TIMESTAMP")),
-        "module": "POSIX",
+        "modules": "POSIX",
     }
 
 
@@ -299,6 +337,7 @@ def test_counters_only_log_row(counters_log):
     row = analyze_log(counters_log)
     times = sum(f.get(f"POSIX_F_{k}_TIME", 0.0) for *_, f in POSIX_RECS for k in ("READ", "WRITE", "META"))
     assert row["source"] == "counters" and row["w_iter"] is None and row["n_phases"] is None
-    assert row["alpha_io"] == pytest.approx(times / JOB["nprocs"] / (END - START))
+    assert row["io_time"] == pytest.approx(times / JOB["nprocs"])
+    assert row["alpha_io"] == pytest.approx(SLOWEST_RANK_TIME / (END - START))  # the slowest rank's share of the run
     assert row["app"] == ""  # the log was written with an empty exe
     assert row["bytes_written"] == (8 << 30) + 24

@@ -11,6 +11,7 @@ Adding a format is one module that defines ``INGESTER`` and one line in the ``IN
 
 from ._base import Ingester, SkipReport
 from ._darshan import DarshanJob, read_darshan
+from ._darshan_counters import ModuleTotals
 from ._ops import write_ops
 from ._registry import BLOCK_FORMATS, INGESTERS, ingest, read_blocktrace, read_ops, sniff_format
 
@@ -19,6 +20,7 @@ __all__ = [
     "INGESTERS",
     "DarshanJob",
     "Ingester",
+    "ModuleTotals",
     "SkipReport",
     "ingest",
     "read_blocktrace",

@@ -1,4 +1,4 @@
-"""Darshan logs: job metadata, an ops table (DXT), a heatmap or counter totals."""
+"""Darshan logs: job metadata, ops tables (DXT), a heatmap and counter totals of every module."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ from ...errors import InputError
 from ...schemas import OPS
 from .._pool import DEFAULT_TIMEOUT, run_isolated
 from .._stage import IDLE, in_worker, mark_unsafe, note_stage
+from ._app_name import app_name
 from ._base import OPS_COLUMNS, Ingester, SkipReport
+from ._darshan_counters import COUNTER_MODULES, ModuleCounters, ModuleTotals, job_counters, reduce_module
 from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, LayoutError, check_regions, parse_layout
 
 __all__ = ["INGESTER", "DarshanJob", "read_darshan"]
@@ -24,20 +26,29 @@ __all__ = ["INGESTER", "DarshanJob", "read_darshan"]
 SEGMENT_DTYPE = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 """Layout of darshan-util's ``segment_info`` struct (32 bytes, trails each DXT file record)."""
 
-_COUNTER_MODULES = ("POSIX", "MPI-IO", "STDIO")
-_COUNTER_PREFIX = {"POSIX": "POSIX", "MPI-IO": "MPIIO", "STDIO": "STDIO"}
 _STRUCTS = {
-    "POSIX": "struct darshan_posix_file **",
-    "MPI-IO": "struct darshan_mpiio_file **",
-    "STDIO": "struct darshan_stdio_file **",
+    "POSIX": "struct darshan_posix_file",
+    "MPI-IO": "struct darshan_mpiio_file",
+    "H5F": "struct darshan_hdf5_file",
+    "H5D": "struct darshan_hdf5_dataset",
+    "PNETCDF_FILE": "struct darshan_pnetcdf_file",
+    "PNETCDF_VAR": "struct darshan_pnetcdf_var",
+    "STDIO": "struct darshan_stdio_file",
+    "DFS": "struct darshan_dfs_file",
+    "DAOS": "struct darshan_daos_object",
 }
-# Heatmap record ids are hashes of these names (see pydarshan report.read_all_heatmap_records).
+_DXT_MODULES = ("DXT_POSIX", "DXT_MPIIO")
+# Heatmap record ids are hashes of "heatmap:<name>" (see pydarshan report.read_all_heatmap_records).
 _HEATMAP_IDS = {
     16592106915301738621: "POSIX",
     3668870418325792824: "MPIIO",
     3989511027826779520: "STDIO",
+    1597927878319380788: "DFS",
+    4131494093108637317: "DAOS",
 }
-# Modules whose records darshan-util parses (pydarshan's _structdefs); read through to detect truncation.
+_STEP_KEYS = ("step", "stepid", "SLURM_STEP_ID")
+# Modules whose records darshan-util parses (pydarshan's _structdefs), in header order: each is read or
+# drained, so that a truncated or corrupt region is detected.
 _KNOWN_MODULES = tuple(m for m in MODULES if m not in ("NULL", "MDHIM", "APXC", "APMPI"))
 _COMPRESSED = {
     b"BZh": "a bzip2-compressed file",
@@ -49,20 +60,35 @@ _COMPRESSED = {
 
 @dataclass(frozen=True)
 class DarshanJob:
-    """One Darshan log: metadata, ops table or heatmap, counter totals and which source to trust.
+    """One Darshan log: metadata, DXT ops tables, heatmap, counter totals and which source to trust.
 
-    ``partial_dxt`` is True when the DXT module used for ``ops`` is flagged incomplete: the
-    runtime ran out of DXT memory and dropped every later segment, so ``ops`` only covers the
-    start of the run. ``source`` is then ``'heatmap'`` if the log has HEATMAP bins (they cover
-    the whole run), else still ``'dxt'``.
+    ``meta`` has ``job_id``, ``user`` (uid), ``app`` (:func:`app_name` of ``exe``), ``exe`` (the
+    command line), ``nprocs``, ``start`` / ``end`` (epoch s), ``runtime`` (s) and ``step`` (the
+    job step from the job record's metadata, else None). ``dxt`` maps each DXT module with at
+    least one segment to its ops table. ``heatmap`` is (bin width s, read bytes per bin, write
+    bytes per bin), stacked ``STDIO + max(MPIIO, POSIX + max(DFS, DAOS))``, read only when the
+    log has no DXT segments or a partial DXT module. ``counters`` are the job totals of the
+    stacking rule (:mod:`._darshan_counters`) and ``modules`` the :class:`ModuleTotals` of
+    every counter module in the log.
+
+    ``partial_dxt`` is True when a DXT module is flagged incomplete: the runtime ran out of DXT
+    memory and dropped every later segment, so its trace only covers the start of the run.
+    ``source`` is then ``'heatmap'`` if the log has HEATMAP bins (they cover the whole run),
+    else still ``'dxt'``; ``'counters'`` when there is neither.
     """
 
     meta: dict
-    ops: pl.DataFrame | None
+    dxt: dict
     heatmap: tuple[float, np.ndarray, np.ndarray] | None
     counters: dict
+    modules: tuple[ModuleTotals, ...]
     source: str
     partial_dxt: bool
+
+    @property
+    def ops(self) -> pl.DataFrame | None:
+        """The request-level trace: DXT_POSIX segments, else DXT_MPIIO, else None (what `iosets ingest` replays)."""
+        return self.dxt.get("DXT_POSIX", self.dxt.get("DXT_MPIIO"))
 
 
 def _backend():
@@ -142,17 +168,24 @@ def _read_meta(log: _Log) -> dict:
     if lib.darshan_log_get_exe(log.handle, exe) < 0:
         log.fail("cannot read the executable name")
     exe_str = ffi.string(exe).decode("utf-8", "replace").strip()
-    app = os.path.basename(exe_str.split()[0]) if exe_str else ""
     j = job[0]
     return {
         "job_id": str(j.jobid),
         "user": str(j.uid),
-        "app": app,
+        "app": app_name(exe_str),
+        "exe": exe_str,
         "nprocs": int(j.nprocs),
         "start": j.start_time_sec + j.start_time_nsec * 1e-9,
         "end": j.end_time_sec + j.end_time_nsec * 1e-9,
         "runtime": float(runtime[0]),
+        "step": _job_step(ffi.string(j.metadata).decode("utf-8", "replace")),
     }
+
+
+def _job_step(metadata: str) -> str | None:
+    """The job step in the job record's ``key=value`` lines (``step``, ``stepid`` or ``SLURM_STEP_ID``)."""
+    pairs = dict(line.split("=", 1) for line in metadata.splitlines() if "=" in line)
+    return next((pairs[k].strip() for k in _STEP_KEYS if pairs.get(k, "").strip()), None)
 
 
 def _read_modules(log: _Log) -> dict:
@@ -245,7 +278,7 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
 
 
 def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """HEATMAP bins summed over ranks, for POSIX, else MPI-IO, else STDIO."""
+    """HEATMAP bins summed over ranks per module, then stacked: ``STDIO + max(MPIIO, POSIX + max(DFS, DAOS))``."""
     ffi = log.ffi
     idx = log.begin("HEATMAP")
     buf = ffi.new("void **")
@@ -256,71 +289,63 @@ def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
         width = float(rec.bin_width_seconds)
         wbins = np.frombuffer(ffi.buffer(rec.write_bins, 8 * nbins), dtype=np.int64).copy()
         rbins = np.frombuffer(ffi.buffer(rec.read_bins, 8 * nbins), dtype=np.int64).copy()
-        mod = _HEATMAP_IDS.get(int(rec.base_rec.id), str(int(rec.base_rec.id)))
+        mod = _HEATMAP_IDS.get(int(rec.base_rec.id))
         log.release(buf)
-        per_mod.setdefault(mod, []).append((width, rbins, wbins))
-    for mod in ("POSIX", "MPIIO", "STDIO", *per_mod):
-        recs = per_mod.get(mod)
-        if not recs:
-            continue
-        widths = {w for w, _, _ in recs}
-        if len(widths) != 1:
-            log.fail(f"HEATMAP {mod} records have different bin widths {sorted(widths)}")
-        n = max(len(r) for _, r, _ in recs)
-        read = np.zeros(n, dtype=np.int64)
-        write = np.zeros(n, dtype=np.int64)
+        if mod is not None:
+            per_mod.setdefault(mod, []).append((width, rbins, wbins))
+    if not per_mod:
+        return None
+    widths = {mod: {w for w, _, _ in recs} for mod, recs in per_mod.items()}
+    for mod, found in widths.items():
+        if len(found) != 1:
+            log.fail(f"HEATMAP {mod} records have different bin widths {sorted(found)}")
+    bin_width = {w for found in widths.values() for w in found}
+    if len(bin_width) != 1:
+        found_all = ", ".join(f"{m} {w:g} s" for m, (w,) in widths.items())
+        log.fail(f"HEATMAP modules have different bin widths ({found_all})")
+    n = max(len(r) for recs in per_mod.values() for _, r, _ in recs)
+    sums = {m: (np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)) for m in _HEATMAP_IDS.values()}
+    for mod, recs in per_mod.items():
+        read, write = sums[mod]
         for _, r, w in recs:
             read[: len(r)] += r
             write[: len(w)] += w
-        return widths.pop(), read, write
-    return None
+
+    def stack(k: int) -> np.ndarray:
+        v = {m: pair[k] for m, pair in sums.items()}
+        return v["STDIO"] + np.maximum(v["MPIIO"], v["POSIX"] + np.maximum(v["DFS"], v["DAOS"]))
+
+    return bin_width.pop(), stack(0), stack(1)
 
 
-def _read_counters(log: _Log, nprocs: int) -> dict:
-    """Byte totals, I/O time and first/last I/O timestamps from POSIX, else MPI-IO, else STDIO."""
-    b, ffi = log.b, log.ffi
-    mod = next((m for m in _COUNTER_MODULES if m in log.modules), None)
-    out = {"bytes_read": 0, "bytes_written": 0, "io_time": 0.0, "first_io": None, "last_io": None, "module": mod}
-    if mod is None:
-        return out
-    pre = _COUNTER_PREFIX[mod]
-    cnames = b.counter_names(mod)
-    fnames = b.fcounter_names(mod)
-    ci = [cnames.index(f"{pre}_BYTES_READ"), cnames.index(f"{pre}_BYTES_WRITTEN")]
-    fi_time = [fnames.index(f"{pre}_F_{k}_TIME") for k in ("READ", "WRITE", "META")]
-    fi_start = [i for i, n in enumerate(fnames) if n.endswith("_START_TIMESTAMP")]
-    fi_end = [i for i, n in enumerate(fnames) if n.endswith("_END_TIMESTAMP")]
-    idx = log.begin(mod)
-    buf = ffi.new("void **")
-    struct = _STRUCTS[mod][:-3]
-    size = ffi.sizeof(struct)
-    rec_dtype = np.dtype(
+def _record_dtype(log: _Log, mod: str, n_counters: int, n_fcounters: int) -> np.dtype:
+    """One record of a counter module as a numpy structured type: ``rank``, ``counters``, ``fcounters``."""
+    ffi, struct = log.ffi, _STRUCTS[mod]
+    return np.dtype(
         {
-            "names": ["counters", "fcounters"],
-            "formats": [("<i8", len(cnames)), ("<f8", len(fnames))],
-            "offsets": [ffi.offsetof(struct, "counters"), ffi.offsetof(struct, "fcounters")],
-            "itemsize": size,
+            "names": ["rank", "counters", "fcounters"],
+            "formats": ["<i8", ("<i8", n_counters), ("<f8", n_fcounters)],
+            "offsets": [
+                ffi.offsetof(struct, "base_rec", "rank"),
+                ffi.offsetof(struct, "counters"),
+                ffi.offsetof(struct, "fcounters"),
+            ],
+            "itemsize": ffi.sizeof(struct),
         }
     )
+
+
+def _read_module_counters(log: _Log, mod: str, nprocs: int) -> ModuleCounters:
+    """One counter module's records, reduced to its totals, per-rank I/O time and I/O window."""
+    cnames, fnames = log.b.counter_names(mod), log.b.fcounter_names(mod)
+    dtype = _record_dtype(log, mod, len(cnames), len(fnames))
+    idx = log.begin(mod)
+    buf = log.ffi.new("void **")
     raw = bytearray()
     while log.get(idx, mod, buf):
-        raw += ffi.buffer(buf[0], size)
+        raw += log.ffi.buffer(buf[0], dtype.itemsize)
         log.release(buf)
-    if not raw:
-        return out
-    recs = np.frombuffer(raw, dtype=rec_dtype)
-    c = recs["counters"][:, ci]
-    f = recs["fcounters"]
-    out["bytes_read"] = int(np.clip(c[:, 0], 0, None).sum())
-    out["bytes_written"] = int(np.clip(c[:, 1], 0, None).sum())
-    out["io_time"] = float(np.clip(f[:, fi_time], 0, None).sum() / max(nprocs, 1))
-    starts = f[:, fi_start]
-    ends = f[:, fi_end]
-    starts = starts[starts > 0]
-    ends = ends[ends > 0]
-    out["first_io"] = float(starts.min()) if starts.size else None
-    out["last_io"] = float(ends.max()) if ends.size else None
-    return out
+    return reduce_module(mod, np.frombuffer(raw, dtype=dtype), cnames, fnames, nprocs)
 
 
 def _drain(log: _Log, mod: str) -> None:
@@ -376,9 +401,11 @@ def read_darshan(path, *, isolated: bool = True, timeout: float = DEFAULT_TIMEOU
     Returns
     -------
     DarshanJob
-        ``ops`` has the ops-table columns (times in s since job start), one row per DXT
-        segment, per record writes then reads; ``source`` tells which of ops / heatmap /
-        counters carries the time structure (HEATMAP rather than a partial DXT trace).
+        ``dxt`` holds one ops table per DXT module with the ops-table columns (times in s
+        since job start), one row per segment, per record writes then reads; ``ops`` is the
+        DXT_POSIX one, else DXT_MPIIO. ``source`` tells which of ops / heatmap / counters
+        carries the time structure (HEATMAP rather than a partial DXT trace). ``counters``
+        count every module once under the stacking rule of :mod:`._darshan_counters`.
 
     Raises
     ------
@@ -420,6 +447,8 @@ def _read_checked(path: Path) -> DarshanJob:
 def _read_all(b, path: Path) -> DarshanJob:
     """Open the log with darshan-util and read everything read_darshan returns.
 
+    Modules are read in header order: counter modules, DXT (the name records first), HEATMAP
+    when the trace is missing or partial; the other modules darshan-util parses are drained.
     After a failed read a worker leaves the log open and retires: closing it is what crashes
     darshan-util (it may have freed the handle already).
     """
@@ -431,29 +460,34 @@ def _read_all(b, path: Path) -> DarshanJob:
     try:
         meta = _read_meta(log)
         log.modules = _read_modules(log)
-        counters = _read_counters(log, meta["nprocs"])
-        ops = heatmap = None
-        partial = False
-        dxt_mod = next((m for m in ("DXT_POSIX", "DXT_MPIIO") if m in log.modules), None)
-        done = {counters["module"], dxt_mod}
-        if dxt_mod is not None:
-            names = _read_names(log)
-            ops = _read_dxt(log, dxt_mod, meta["job_id"], names)
-            partial = log.modules[dxt_mod]["partial"]
-            if ops is None and dxt_mod == "DXT_POSIX" and "DXT_MPIIO" in log.modules:
-                ops = _read_dxt(log, "DXT_MPIIO", meta["job_id"], names)
-                done.add("DXT_MPIIO")
-                partial = log.modules["DXT_MPIIO"]["partial"]
-            if ops is None:
-                partial = False
-        if (ops is None or partial) and "HEATMAP" in log.modules:  # a truncated trace yields to whole-run bins
-            heatmap = _read_heatmap(log)
-            done.add("HEATMAP")
+        reduced, dxt = [], {}
+        names: dict | None = None
+        heatmap = None
         for mod in _KNOWN_MODULES:
-            if mod in log.modules and mod not in done:
+            if mod not in log.modules:
+                continue
+            if mod in COUNTER_MODULES:
+                reduced.append(_read_module_counters(log, mod, meta["nprocs"]))
+            elif mod in _DXT_MODULES:
+                names = _read_names(log) if names is None else names
+                frame = _read_dxt(log, mod, meta["job_id"], names)
+                if frame is not None:
+                    dxt[mod] = frame
+            elif mod == "HEATMAP" and (not dxt or _partial(log, dxt)):  # a truncated trace yields to whole-run bins
+                heatmap = _read_heatmap(log)
+            else:
                 _drain(log, mod)
-        source = "heatmap" if heatmap is not None else "dxt" if ops is not None else "counters"
-        job = DarshanJob(meta=meta, ops=ops, heatmap=heatmap, counters=counters, source=source, partial_dxt=partial)
+        counters, modules = job_counters(reduced, meta["nprocs"])
+        source = "heatmap" if heatmap is not None else "dxt" if dxt else "counters"
+        job = DarshanJob(
+            meta=meta,
+            dxt=dxt,
+            heatmap=heatmap,
+            counters=counters,
+            modules=modules,
+            source=source,
+            partial_dxt=_partial(log, dxt),
+        )
     except BaseException:
         mark_unsafe()
         if not in_worker():
@@ -463,6 +497,11 @@ def _read_all(b, path: Path) -> DarshanJob:
     log.lib.darshan_log_close(log.handle)
     note_stage(IDLE)
     return job
+
+
+def _partial(log: _Log, dxt: dict) -> bool:
+    """Whether a DXT module that gave segments is flagged incomplete."""
+    return any(log.modules[mod]["partial"] for mod in dxt)
 
 
 def _read_ops(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
