@@ -18,6 +18,13 @@ def check_positive(value, name: str, *, strict: bool = True) -> float:
     return float(value)
 
 
+def check_fraction(value, name: str) -> float:
+    """``value`` as float if it is a number in [0, 1]; else an InputError naming ``name``."""
+    if not 0 <= check_positive(value, name, strict=False) <= 1:
+        raise InputError(f"{name} must be in [0, 1], got {value!r}")
+    return float(value)
+
+
 def check_count(value, name: str, *, minimum: int = 0, maximum: int | None = None) -> int:
     """Return ``value`` if it is an integer >= ``minimum`` (and <= ``maximum``)."""
     ok = isinstance(value, Integral) and not isinstance(value, bool)

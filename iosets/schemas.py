@@ -29,6 +29,7 @@ from .errors import InputError
 __all__ = [
     "ANALYSIS_ERRORS",
     "JOBS",
+    "NOT_PERIODIC_CODES",
     "OPS",
     "RECOMMENDATION",
     "RECOMMENDED_JOBS",
@@ -259,6 +260,9 @@ OPS = TableSchema(
 
 # --------------------------------------------------------------------------------------------- jobs
 
+NOT_PERIODIC_CODES = ("no_io", "no_timeline", "few_bytes", "io_bound", "few_phases", "irregular", "short_run")
+"""Why a job has no period (the jobs table's ``not_periodic``), in the order the analyzer's gates try them."""
+
 _JOB_COLUMNS = (
     Column("job_id", pl.String, "Job id (scheduler's id, or the trace's name)."),
     Column("user", pl.String, "User (uid or name).", required=False, nullable=True),
@@ -310,11 +314,36 @@ _JOB_COLUMNS = (
     Column(
         "io_time",
         pl.Float64,
-        "Time spent in I/O (s, mean over ranks).",
+        "Time spent in I/O: read, write and metadata, every module (s, mean over ranks).",
         required=False,
         nullable=True,
         check=pl.col("io_time") >= 0,
         expect="seconds >= 0",
+    ),
+    Column(
+        "reads",
+        pl.Int64,
+        "Read operations (every module, none counted twice).",
+        required=False,
+        nullable=True,
+        check=pl.col("reads") >= 0,
+        expect="an integer >= 0",
+    ),
+    Column(
+        "writes",
+        pl.Int64,
+        "Write operations (every module, none counted twice).",
+        required=False,
+        nullable=True,
+        check=pl.col("writes") >= 0,
+        expect="an integer >= 0",
+    ),
+    Column(
+        "modules",
+        pl.String,
+        "Instrumentation modules with traffic, top layer first: 'H5D>MPI-IO>POSIX,STDIO'.",
+        required=False,
+        nullable=True,
     ),
     Column(
         "w_iter",
@@ -353,13 +382,74 @@ _JOB_COLUMNS = (
         expect=">= 0",
     ),
     Column(
+        "not_periodic",
+        pl.String,
+        "Why w_iter is null: " + ", ".join(NOT_PERIODIC_CODES) + " (README, 'Reading the jobs table').",
+        required=False,
+        nullable=True,
+        check=pl.col("not_periodic").is_in(NOT_PERIODIC_CODES),
+        expect="one of " + ", ".join(NOT_PERIODIC_CODES),
+    ),
+    Column(
+        "explanation",
+        pl.String,
+        "One sentence: the period found, or why there is none.",
+        required=False,
+        nullable=True,
+    ),
+    Column(
         "source",
         pl.String,
         "Where the rhythm came from: 'dxt', 'heatmap', 'counters' or 'ops'.",
         required=False,
         nullable=True,
     ),
-    Column("path", pl.String, "Log the row came from (analyze).", required=False, nullable=True),
+    Column(
+        "rhythm_from",
+        pl.String,
+        "Modules the rhythm was read from: 'DXT_MPIIO+DXT_POSIX', 'DXT_POSIX', 'HEATMAP', 'counters', 'ops'.",
+        required=False,
+        nullable=True,
+    ),
+    Column(
+        "resolution",
+        pl.Float64,
+        "Time resolution of that source (s): 1e-6 for DXT, the bin width for HEATMAP; null for counters.",
+        required=False,
+        nullable=True,
+        check=pl.col("resolution") >= 0,
+        expect="seconds >= 0",
+    ),
+    Column(
+        "partial",
+        pl.Boolean,
+        "True when a DXT trace was truncated (Darshan ran out of DXT memory): it covers the run's start only.",
+        required=False,
+        nullable=True,
+    ),
+    Column(
+        "n_logs",
+        pl.Int64,
+        "Logs merged into this job (one per process or job step); null for other traces.",
+        required=False,
+        nullable=True,
+        check=pl.col("n_logs") >= 1,
+        expect="an integer >= 1",
+    ),
+    Column(
+        "step",
+        pl.String,
+        "Job step, when the logs record one or one job id holds runs that started apart.",
+        required=False,
+        nullable=True,
+    ),
+    Column(
+        "path",
+        pl.String,
+        "Log the row came from (analyze; the first of a merged job's logs).",
+        required=False,
+        nullable=True,
+    ),
 )
 
 JOBS = TableSchema(
@@ -377,7 +467,12 @@ _RECOMMENDATION_COLUMNS = (
         check=(pl.col("priority") > 0),
         expect="a number > 0",
     ),
-    Column("conservative", pl.Boolean, "True when the job had no confident w_iter and got the conservative set."),
+    Column(
+        "conservative",
+        pl.Boolean,
+        "True when the job's evidence is thin (no confident w_iter, or a not_periodic code): it is then in the "
+        "conservative set or a lower-priority one.",
+    ),
     Column(
         "wfq_weight",
         pl.Int64,
@@ -424,7 +519,8 @@ RECOMMENDED_JOBS = TableSchema(
 
 SET_SUMMARY = TableSchema(
     "set summary",
-    "One row per set of a recommendation (a set's reservation is the sum over its jobs).",
+    "One row per set of a recommendation (a set's reservation is its largest job's: one job of a set does I/O at a "
+    "time).",
     (
         Column("set", pl.Int64, "Set."),
         Column("priority", pl.Float64, "Priority."),
@@ -433,7 +529,13 @@ SET_SUMMARY = TableSchema(
         Column("w_iter_max", pl.Float64, "Largest w_iter of the set (s).", nullable=True),
         Column("wfq_weight", pl.Int64, "WFQ weight (bytes per round)."),
         Column("rbfq_weight", pl.Float64, "RBFQ weight."),
-        Column("rbfq_reservation", pl.Float64, "RBFQ reservation of the set (bytes/s).", nullable=True),
+        Column(
+            "rbfq_reservation",
+            pl.Float64,
+            "RBFQ reservation of the set (bytes/s): the largest of its jobs' (one job of a set does I/O at a time); "
+            "the sets' reservations sum to at most the bandwidth. Null without a bandwidth.",
+            nullable=True,
+        ),
         Column("rbfq_limit", pl.Float64, "RBFQ limit per job (bytes/s).", nullable=True),
     ),
 )
@@ -559,7 +661,8 @@ REQUEST_CLASSES = TableSchema(
 
 TUNE_RANKING = TableSchema(
     "tune ranking",
-    "Candidate mappings replayed and ranked by `iosets tune`, best first.",
+    "Candidate mappings replayed and ranked by `iosets tune`, best first. The jobs replayed (periodic, with an "
+    "alpha_io; with `--overlap` those running at the busiest instant) are those `tune_selection` keeps and counts.",
     (
         Column("rank", pl.UInt32, "1 = recommended."),
         Column("mapping", pl.String, "Mapping: set-<b>, gmm or fair-share."),

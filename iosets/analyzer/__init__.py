@@ -24,11 +24,15 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         sniff_format,
         write_ops,
     )
-    from ._periodicity import Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
+    from ._jobs import SAME_JOB_WITHIN, merge_logs
+    from ._periodicity import NOT_PERIODIC, Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
     from ._pipeline import Analysis, analyze, expand_paths
     from ._worker import analyze_log, analyze_ops, analyze_path
 
 _EXPORTS = {
+    "SAME_JOB_WITHIN": "._jobs",
+    "merge_logs": "._jobs",
+    "NOT_PERIODIC": "._periodicity",
     "Periodicity": "._periodicity",
     "bandwidth_signal": "._periodicity",
     "periodicity": "._periodicity",

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from .._validation import check_positive
+from .._validation import check_fraction, check_positive
 from ..errors import InputError
 from ..schemas import OPS
+from ._evidence import CODES as NOT_PERIODIC
+from ._evidence import verdict
 
-__all__ = ["Periodicity", "bandwidth_signal", "periodicity", "periodicity_from_signal"]
+__all__ = ["NOT_PERIODIC", "Periodicity", "bandwidth_signal", "periodicity", "periodicity_from_signal"]
 
 _MAX_BINS = 1 << 20
 _MIN_BINS = 1 << 12
@@ -24,6 +26,8 @@ _DFT_WEIGHT = 0.25  # share of the confidence that depends on the DFT agreeing w
 _MIN_JUMP = 3.0  # idle gaps between phases are at least this many times longer than gaps inside
 _MAX_IDLE_SPREAD = 100.0  # longest / shortest idle gap between phases, at most
 _MAX_COVERAGE = 0.5  # a harmonic comb over more of the spectrum than this is not evidence
+BACK_TO_BACK = 1e-3
+"""Seconds between two requests of one rank under which they are one operation (s)."""
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,11 @@ class Periodicity:
     confidence: float
     """Confidence (0..1) that the application is periodic with period ``w_iter``."""
     periodic: bool
-    """True if ``confidence >= min_confidence`` and a period was found."""
+    """True if a period was found and every evidence gate passed (:mod:`iosets.analyzer._evidence`)."""
+    reason: str | None = None
+    """Why the job is not periodic: one of :data:`NOT_PERIODIC` (None when periodic)."""
+    explanation: str = ""
+    """One sentence: the period found, or why there is none."""
 
 
 # ----------------------------------------------------------------------------- signal
@@ -246,27 +254,34 @@ def _merge(start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start[brk[:-1]], reach[brk[1:]]
 
 
-def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | None) -> _Segments:
+def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | None, min_gap: float) -> _Segments:
     """Group activity runs into I/O phases separated by idle gaps longer than a data-derived threshold.
 
-    The threshold sits at the largest ratio between consecutive gap lengths; without a clear break
-    (< 3x) it is a tenth of ``period`` if one is given.
+    The threshold sits at the largest ratio between consecutive gap lengths (any ratio of 3x or more
+    between two gaps beats "every gap is idle"); without a clear break (< 3x) it is a tenth of
+    ``period`` if one is given. A gap of ``min_gap`` or less (the source's time
+    resolution, e.g. one empty heatmap bin) never splits a phase.
     """
     gaps = run_s[1:] - run_e[:-1]
-    if len(gaps) == 0:
+    min_gap *= 1 + 1e-6  # gaps of whole bins, computed from bin edges, may exceed it by round-off
+    wide = gaps[gaps > min_gap]
+    if len(wide) == 0:
         return _Segments(run_s[:1], run_e[-1:], False)
-    floor = max(span * 1e-9, 1e-12)
-    desc = np.empty(len(gaps) + 1)
-    desc[:-1] = np.sort(gaps)[::-1]
+    floor = max(span * 1e-9, 1e-12, min_gap)
+    desc = np.empty(len(wide) + 1)
+    desc[:-1] = np.sort(wide)[::-1]
     desc[-1] = floor
     logs = np.log(desc)
     desc = desc[:-1]
     jumps = logs[:-1] - logs[1:]  # jumps[i]: ratio of the (i+1)-th longest gap to the next one
     jumps[desc < desc[0] / _MAX_IDLE_SPREAD] = -np.inf  # idle gaps: a bounded ratio to the longest
     cut = int(jumps.argmax())
+    inner = jumps[:-1]  # between two gaps; the last jump, to the floor, says "every gap is idle"
+    if cut == len(inner) and inner.size and inner.max() >= math.log(_MIN_JUMP):
+        cut = int(inner.argmax())  # a break between gap lengths beats the arbitrary floor
     clear = bool(jumps[cut] >= math.log(_MIN_JUMP))
     if not clear and period is not None:
-        threshold = 0.1 * period
+        threshold = max(0.1 * period, min_gap)
     else:
         below = desc[cut + 1] if cut + 1 < len(desc) else floor
         threshold = math.sqrt(desc[cut] * max(below, floor))
@@ -275,22 +290,29 @@ def _segment(run_s: np.ndarray, run_e: np.ndarray, span: float, period: float | 
     return _Segments(run_s[brk[:-1]], run_e[brk[1:]], clear)
 
 
-def _resegment(run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None) -> _Segments:
+def _resegment(
+    run_s: np.ndarray, run_e: np.ndarray, span: float, seg: _Segments, period: float | None, min_gap: float
+) -> _Segments:
     """Segmentation redone with a threshold from the DFT period when the gaps show no clear break."""
-    if period is None:
+    if period is None or seg.clear:
         return seg
-    if not seg.clear:
-        return _segment(run_s, run_e, span, period)
-    return seg
+    return _segment(run_s, run_e, span, period, min_gap)
 
 
 # ----------------------------------------------------------------------------- combination
 
 
-def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float) -> Periodicity:
-    """Cross-check the DFT period with the phase spacing and build the result."""
+def _combine(
+    spec: _Spectral, seg: _Segments, run: float, min_confidence: float, total_bytes: float, alpha_io: float | None
+) -> Periodicity:
+    """Cross-check the DFT period with the phase spacing, judge the evidence and build the result.
+
+    ``run`` is the job's length (s): alpha_io is the time in I/O phases over it, unless given.
+    """
     n_phases = len(seg.starts)
-    alpha = min(1.0, max(0.0, float((seg.ends - seg.starts).sum()) / span)) if span > 0 else 1.0
+    if alpha_io is None:
+        alpha_io = float((seg.ends - seg.starts).sum()) / run if run > 0 else 1.0
+    alpha = min(1.0, max(0.0, alpha_io))
     w_seg = c_seg = None
     if n_phases >= 3:
         spacing = seg.starts[1:] - seg.starts[:-1]
@@ -316,21 +338,24 @@ def _combine(spec: _Spectral, seg: _Segments, span: float, min_confidence: float
     else:
         confidence, w_iter = 0.0, None
     confidence = min(1.0, max(0.0, float(confidence)))
-    periodic = w_iter is not None and confidence >= min_confidence
+    reason, text = verdict(
+        total_bytes=total_bytes,
+        alpha_io=alpha,
+        n_phases=n_phases,
+        w_iter=w_iter,
+        confidence=confidence,
+        min_confidence=min_confidence,
+        run=run,
+    )
     return Periodicity(
-        w_iter=w_iter if periodic else None,
+        w_iter=w_iter if reason is None else None,
         alpha_io=alpha,
         n_phases=int(n_phases),
         confidence=confidence,
-        periodic=bool(periodic),
+        periodic=reason is None,
+        reason=reason,
+        explanation=text,
     )
-
-
-def _check_confidence(min_confidence) -> float:
-    value = check_positive(min_confidence, "min_confidence", strict=False)
-    if value > 1:
-        raise InputError(f"min_confidence must be in [0, 1], got {min_confidence!r}")
-    return value
 
 
 def _auto_bins(span: float, run_s: np.ndarray, run_e: np.ndarray) -> int:
@@ -422,24 +447,70 @@ def _columns(ops: pl.DataFrame, has_end: bool) -> tuple[np.ndarray, np.ndarray, 
 
 @dataclass(frozen=True)
 class _Activity:
-    start: np.ndarray  # request starts (s since the first request)
-    end: np.ndarray  # request ends (s since the first request)
+    start: np.ndarray  # operation starts (s since the first request)
+    end: np.ndarray  # operation ends (s since the first request)
     size: np.ndarray  # bytes
     span: float  # last end (s)
-    run_s: np.ndarray  # starts of the merged activity runs
-    run_e: np.ndarray  # ends of the merged activity runs
+    run_s: np.ndarray  # starts of the activity runs (union over ranks)
+    run_e: np.ndarray  # ends of the activity runs
     seg: _Segments  # I/O phases from the gaps alone
+    resolution: float  # gaps this short never split a phase (s)
+    t0: float  # date of the first request, that times count from
 
 
-def _activity(ops: pl.DataFrame) -> _Activity:
-    """One job's requests, checked, from its first request, with their activity runs and gap-based phases."""
+def _rank_codes(ops: pl.DataFrame) -> np.ndarray | None:
+    """Each request's rank as a small integer code, or None when the table has no complete rank column."""
+    if "rank" not in ops.columns or ops.get_column("rank").null_count():
+        return None
+    rank = ops.get_column("rank")
+    if rank.dtype.is_numeric():
+        return rank.to_numpy()
+    return rank.cast(pl.String).cast(pl.Categorical).to_physical().to_numpy()
+
+
+def _whole_operations(
+    start: np.ndarray, end: np.ndarray, size: np.ndarray, rank: np.ndarray, span: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each rank's back-to-back requests (apart by at most :data:`BACK_TO_BACK`) as one operation.
+
+    A large MPI-IO or library call reaches the file system as many sub-requests; the job's rhythm is
+    that of the calls. Returns the operations' starts, ends and bytes, each where its first request was.
+    """
+    stretch = 2.0 * span + 1.0  # ranks on disjoint stretches of one axis: one sort, one running maximum for all
+    order = np.argsort(rank * stretch + start)
+    s, e, z, r = start[order], end[order], size[order], rank[order]
+    new_rank = np.ones(len(r), dtype=bool)
+    np.not_equal(r[1:], r[:-1], out=new_rank[1:])
+    shift = np.cumsum(new_rank) * stretch
+    reach = np.maximum.accumulate(e + shift) - shift
+    first = new_rank.copy()
+    np.greater(s[1:], reach[:-1] + BACK_TO_BACK, out=first[1:], where=~new_rank[1:])
+    idx = np.flatnonzero(first)
+    back = np.argsort(order[idx])  # the operations in the requests' own order (by start, if they were)
+    return s[idx][back], np.maximum.reduceat(e, idx)[back], np.add.reduceat(z, idx)[back]
+
+
+def _activity(ops: pl.DataFrame, resolution: float = 0.0) -> _Activity:
+    """One job's requests, checked, as whole operations from its first request, with activity runs and phases."""
     start, end, size = _columns(ops, _check_ops(ops))
     _check_values(ops, start, end, size)
     t0 = float(start.min())
     start, end = start - t0, end - t0
     span = float(end.max())
+    rank = _rank_codes(ops)
+    if rank is not None and len(start) > 1:
+        start, end, size = _whole_operations(start, end, size, rank, span)
     run_s, run_e = _merge(start, end)
-    return _Activity(start, end, size, span, run_s, run_e, _segment(run_s, run_e, span, None))
+    seg = _segment(run_s, run_e, span, None, resolution)
+    return _Activity(start, end, size, span, run_s, run_e, seg, resolution, t0)
+
+
+def activity_runs(ops: pl.DataFrame) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """When a job did I/O: the first request's date, then the union over ranks of its whole operations
+    (starts and ends, s since that date) with the bytes of each run."""
+    act = _activity(ops)
+    run_of = np.searchsorted(act.run_s, act.start, side="right") - 1
+    return act.t0, act.run_s, act.run_e, np.bincount(run_of, weights=act.size, minlength=len(act.run_s))
 
 
 def _signal(act: _Activity, bin_width: float | None) -> tuple[np.ndarray, float]:
@@ -493,24 +564,50 @@ def bandwidth_signal(ops: pl.DataFrame, *, bin_width: float | None = None) -> tu
     return np.maximum(bandwidth, 0.0, out=bandwidth), width  # no round-off below zero
 
 
-def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confidence: float = 0.5) -> Periodicity:
+def periodicity(
+    ops: pl.DataFrame,
+    *,
+    bin_width: float | None = None,
+    min_confidence: float = 0.5,
+    runtime: float | None = None,
+    resolution: float = 0.0,
+    total_bytes: float | None = None,
+    alpha_io: float | None = None,
+) -> Periodicity:
     """Detect the I/O period, I/O time fraction and phases of one job from its ops table.
+
+    The job's rhythm is that of whole operations: a rank's back-to-back requests (apart by at most
+    :data:`BACK_TO_BACK` s) are one operation, and the job is in an I/O phase whenever any rank is
+    in one (the union over ranks). Phases are separated by idle gaps longer than a threshold found
+    in the gap lengths themselves; the DFT of the bandwidth signal cross-checks their spacing. The
+    job is "not periodic" (``reason``) when the evidence is thin: see :data:`NOT_PERIODIC`.
 
     Parameters
     ----------
     ops : polars.DataFrame
         Requests of one job (:data:`iosets.schemas.OPS`): ``size`` bytes, ``start`` and ``end`` s
-        (null ``end`` is taken as ``start``); values must keep the schema's rules.
+        (null ``end`` is taken as ``start``), ``rank`` optional; values must keep the schema's rules.
     bin_width : float, default=None
         Width (s) of the bandwidth signal's bins; None chooses a few bins per shortest I/O
         phase, with 2^12 to 2^20 bins.
     min_confidence : float, default=0.5
         Confidence (0..1) needed to declare the job periodic.
+    runtime : float, default=None
+        The job's length (s), when known (a Darshan log's run time): alpha_io is the time in I/O
+        phases over it, and the run must last a few periods. Default: first request to last end.
+    resolution : float, default=0
+        Time resolution of the trace (s): gaps this short never split a phase.
+    total_bytes : float, default=None
+        Bytes the job moved, for the byte floor; default: the sum of ``size``.
+    alpha_io : float, default=None
+        The job's I/O time fraction when a better estimate than its phases is known (a coarse
+        trace tightened by counters); default: time in I/O phases over the run.
 
     Returns
     -------
     Periodicity
-        ``w_iter`` (None unless periodic), ``alpha_io``, ``n_phases``, ``confidence``, ``periodic``.
+        ``w_iter`` (None unless periodic), ``alpha_io``, ``n_phases``, ``confidence``, ``periodic``,
+        ``reason`` and ``explanation``.
 
     Examples
     --------
@@ -520,16 +617,20 @@ def periodicity(ops: pl.DataFrame, *, bin_width: float | None = None, min_confid
     >>> p.periodic, round(p.w_iter / truth["w_iter"], 6), p.n_phases
     (True, 1.0, 12)
     """
-    min_confidence = _check_confidence(min_confidence)
+    min_confidence = check_fraction(min_confidence, "min_confidence")
     if bin_width is not None:
         bin_width = check_positive(bin_width, "bin_width")
-    act = _activity(ops)
+    resolution = check_positive(resolution, "resolution", strict=False)
+    act = _activity(ops, resolution)
+    moved = float(act.size.sum()) if total_bytes is None else check_positive(total_bytes, "total_bytes", strict=False)
+    run = max(act.span, 0.0 if runtime is None else check_positive(runtime, "runtime", strict=False))
     if act.span <= 0 or act.size.sum() <= 0:
-        return Periodicity(None, 1.0 if act.span <= 0 else 0.0, 1, 0.0, False)
+        seg = _Segments(act.run_s[:1], act.run_e[-1:], False)
+        return _combine(_Spectral(None, 0.0), seg, run, min_confidence, moved, alpha_io)
     signal, dt = _signal(act, bin_width)
     spec = _spectral_period(signal, dt)
-    seg = _resegment(act.run_s, act.run_e, act.span, act.seg, spec.period)
-    return _combine(spec, seg, act.span, min_confidence)
+    seg = _resegment(act.run_s, act.run_e, act.span, act.seg, spec.period, resolution)
+    return _combine(spec, seg, run, min_confidence, moved, alpha_io)
 
 
 def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5) -> Periodicity:
@@ -547,7 +648,7 @@ def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_conf
     Returns
     -------
     Periodicity
-        Phases are runs of bins above 2 % of the peak bandwidth.
+        Phases are runs of bins above 2 % of the peak bandwidth; one empty bin never splits a phase.
 
     Examples
     --------
@@ -558,7 +659,7 @@ def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_conf
     (True, 40.0, 25, 0.1)
     """
     dt = check_positive(bin_width, "bin_width")
-    min_confidence = _check_confidence(min_confidence)
+    min_confidence = check_fraction(min_confidence, "min_confidence")
     try:
         signal = np.asarray(bandwidth, dtype=np.float64)
     except (TypeError, ValueError):
@@ -570,11 +671,11 @@ def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_conf
         raise InputError(f"bandwidth bin {bad[0]}: expected a finite value >= 0, got {float(signal[bad[0]])}")
     active = signal > 0.02 * float(signal.max()) if signal.max() > 0 else np.zeros(len(signal), dtype=bool)
     if not active.any():
-        return Periodicity(None, 0.0, 0, 0.0, False)
+        return Periodicity(None, 0.0, 0, 0.0, False, "no_io", "no I/O recorded")
     edges = np.diff(np.r_[0, active.astype(np.int8), 0])
     run_s = np.flatnonzero(edges == 1) * dt
     run_e = np.flatnonzero(edges == -1) * dt
     span = len(signal) * dt
     spec = _spectral_period(signal, dt)
-    seg = _resegment(run_s, run_e, span, _segment(run_s, run_e, span, None), spec.period)
-    return _combine(spec, seg, span, min_confidence)
+    seg = _resegment(run_s, run_e, span, _segment(run_s, run_e, span, None, dt), spec.period, dt)
+    return _combine(spec, seg, span, min_confidence, float(signal.sum()) * dt, None)

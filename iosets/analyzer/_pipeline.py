@@ -6,7 +6,6 @@ so that a log that crashes or hangs it becomes an error row and the batch goes o
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -15,14 +14,13 @@ from pathlib import Path
 
 import polars as pl
 
-from .._validation import check_count, check_positive
+from .._validation import check_count, check_fraction, check_positive
 from ..errors import InputError
 from ..schemas import ANALYSIS_ERRORS, JOBS
-from ._ingest import sniff_format
+from ._jobs import merge_logs
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._worker import Outcome, analyze_chunk, analyze_outcome, pooled_outcomes
 
-MANIFEST_SUFFIXES = (".txt", ".lst", ".list", ".manifest")
 _CHUNK = 16  # traces per Dask task
 _MIN_PARALLEL = 48  # smaller batches run in this process (Darshan logs in its one persistent reader process)
 
@@ -35,29 +33,34 @@ class Analysis:
     errors: pl.DataFrame
 
 
-def _is_manifest(path: Path) -> bool:
-    """A file with a manifest suffix that is not itself a trace (a blkparse ``.txt`` is a trace)."""
-    if path.suffix not in MANIFEST_SUFFIXES or not path.is_file():
-        return False
-    with contextlib.suppress(InputError):
-        sniff_format(path)
-        return False
-    return True
+def _listed(manifest: Path) -> list[Path]:
+    """The paths a manifest lists: one per line, blank and ``#`` lines skipped, relative ones from its folder."""
+    try:
+        lines = manifest.read_text().splitlines()
+    except OSError as exc:
+        raise InputError(f"manifest {manifest}: {(exc.strerror or str(exc)).lower()}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"manifest {manifest}: not a text file (one path per line)") from None
+    entries = (line.strip() for line in lines)
+    return [manifest.parent / entry for entry in entries if entry and not entry.startswith("#")]
 
 
-def expand_paths(paths: Iterable[str | os.PathLike]) -> list[Path]:
-    """Traces named by files, folders (searched recursively for Darshan logs) and manifests (one path per line)."""
+def expand_paths(paths: Iterable[str | os.PathLike], manifests: Iterable[str | os.PathLike] = ()) -> list[Path]:
+    """Traces named by files, folders (searched recursively for ``*.darshan``) and the lines of manifest files.
+
+    A manifest is any text file: one path per line (a file or a folder), blank lines and lines
+    starting with ``#`` skipped, relative paths resolved against the manifest's own folder. A
+    missing manifest raises InputError; a missing trace stays in the list (it becomes an error row).
+    """
+    if isinstance(manifests, str | os.PathLike):
+        raise InputError(f"manifests must be a list of paths, got the single path {str(manifests)!r}")
+    entries = [Path(p) for p in paths]
+    for manifest in manifests:
+        entries.extend(_listed(Path(manifest)))
     found: list[Path] = []
-    for entry in map(Path, paths):
+    for entry in entries:
         if entry.is_dir():
             found.extend(sorted(p for p in entry.rglob("*.darshan") if p.is_file()))
-        elif _is_manifest(entry):
-            lines = [line.strip() for line in entry.read_text().splitlines()]
-            found.extend(
-                (entry.parent / line) if not Path(line).is_absolute() else Path(line)
-                for line in lines
-                if line and not line.startswith("#")
-            )
         else:
             found.append(entry)  # a missing file becomes an error row, not a crash
     return found
@@ -75,14 +78,15 @@ def _screened(rows: list[dict]) -> tuple[list[dict], list[dict]]:
     return kept, errors
 
 
-def _frames(outcomes: Iterable[Outcome]) -> Analysis:
-    """The jobs and errors tables of the traces' outcomes, sorted by path."""
+def _frames(outcomes: Iterable[Outcome], min_confidence: float, per_log: bool) -> Analysis:
+    """The jobs and errors tables of the traces' outcomes (the logs of one job merged unless ``per_log``), by path."""
     rows: list[dict] = []
     errors: list[dict] = []
     for log_rows, error in outcomes:
         rows.extend(log_rows)
         if error is not None:
             errors.append(error)
+    rows = merge_logs(rows, min_confidence=min_confidence, per_log=per_log)
     try:
         JOBS.validate(pl.DataFrame(rows, schema=JOBS.polars))
     except InputError:  # rare: find the bad rows one by one
@@ -98,7 +102,7 @@ def _chunks(files: list[str], size: int) -> list[list[str]]:
     return [files[i : i + size] for i in range(0, len(files), size)]
 
 
-def _dask_map(files: list[str], address: str, timeout: float) -> Iterator[Outcome]:
+def _dask_map(files: list[str], address: str, timeout: float, min_confidence: float) -> Iterator[Outcome]:
     """The outcomes of ``files`` from a Dask cluster, a chunk at a time as chunks finish (each in a worker process)."""
     try:
         from distributed import Client, LocalCluster
@@ -113,7 +117,7 @@ def _dask_map(files: list[str], address: str, timeout: float) -> Iterator[Outcom
     )
     client = Client(cluster if cluster is not None else address)
     try:
-        task = functools.partial(analyze_chunk, timeout=timeout)
+        task = functools.partial(analyze_chunk, timeout=timeout, min_confidence=min_confidence)
         futures = client.map(task, _chunks(files, _CHUNK), pure=False)
         for future in dask_completed(futures):
             yield from future.result()
@@ -126,18 +130,25 @@ def _dask_map(files: list[str], address: str, timeout: float) -> Iterator[Outcom
 def analyze(
     paths: Sequence[str | os.PathLike],
     *,
+    manifests: Sequence[str | os.PathLike] = (),
     workers: int | None = None,
     dask: str | None = None,
     progress: Callable[[Iterable, int], Iterable] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
+    min_confidence: float = 0.5,
+    per_log: bool = False,
 ) -> Analysis:
     """Analyze many traces (Darshan logs, block traces, ops tables) into the jobs table.
 
     Parameters
     ----------
     paths : sequence of path
-        Files of any format :func:`~iosets.analyzer.sniff_format` knows, folders
-        (searched recursively for ``*.darshan``) and manifests (one path per line).
+        Files of any format :func:`~iosets.analyzer.sniff_format` knows, and folders
+        (searched recursively for ``*.darshan``).
+    manifests : sequence of path, default=()
+        Text files listing more traces or folders, one per line (blank lines and lines starting
+        with ``#`` skipped; a relative path is relative to the manifest's folder). A missing
+        manifest raises InputError; a listed file that is missing becomes an error row.
     workers : int, default=None
         Worker processes on this machine (all cores when None); they take the traces one at a
         time. Fewer than 48 traces run in this process, their Darshan logs read by one worker.
@@ -150,6 +161,11 @@ def analyze(
     timeout : float, default=60
         Seconds one trace may take; a worker stuck longer is killed and the trace becomes an
         error row ("darshan-util did not finish within 60 s while reading BG/Q").
+    min_confidence : float, default=0.5
+        Confidence (0..1) a period needs; a job below it is "not periodic" (``irregular``).
+    per_log : bool, default=False
+        One row per Darshan log, as read; by default the logs of one job are one row
+        (:func:`~iosets.analyzer.merge_logs`).
 
     Returns
     -------
@@ -162,12 +178,14 @@ def analyze(
     if workers is not None:
         check_count(workers, "workers", minimum=1)
     check_positive(timeout, "timeout")
-    files = [str(p) for p in expand_paths(paths)]
+    check_fraction(min_confidence, "min_confidence")
+    files = [str(p) for p in expand_paths(paths, manifests)]
     wrap = progress or (lambda iterable, total: iterable)
     if dask is not None:
-        return _frames(wrap(_dask_map(files, dask, timeout), len(files)))
+        return _frames(wrap(_dask_map(files, dask, timeout, min_confidence), len(files)), min_confidence, per_log)
     if len(files) < _MIN_PARALLEL:
-        return _frames(wrap((analyze_outcome(path, timeout) for path in files), len(files)))
+        outcomes = (analyze_outcome(path, timeout, min_confidence) for path in files)
+        return _frames(wrap(outcomes, len(files)), min_confidence, per_log)
     with Pool(min(workers or os.cpu_count() or 1, len(files))) as pool:  # closed on any exit, Ctrl-C included
-        outcomes = (outcome for _, outcome in pooled_outcomes(pool, files, timeout))
-        return _frames(wrap(outcomes, len(files)))
+        outcomes = (outcome for _, outcome in pooled_outcomes(pool, files, timeout, min_confidence))
+        return _frames(wrap(outcomes, len(files)), min_confidence, per_log)

@@ -6,56 +6,73 @@ periodicity detector), never the pipeline, the recommender or the command line.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from ..errors import InputError
 from ..schemas import JOBS
 from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
-from ._periodicity import Periodicity, periodicity, periodicity_from_signal
+from ._periodicity import Periodicity, periodicity
 from ._pool import DEFAULT_TIMEOUT, Pool
+from ._rhythm import Timeline, job_rhythm, log_timeline
 
 Outcome = tuple[list[dict], dict | None]
-"""What analysing one trace gives: its jobs-table rows, or no row and an error row (``path``, ``reason``)."""
+"""What analysing one trace gives: its jobs-table rows, or no row and an error row (``path``, ``reason``).
 
-_RHYTHM_COLUMNS = ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases")
+A Darshan log's row also holds, under ``PART``, the :class:`LogPart` that merging it with the other logs of
+its job needs (:func:`iosets.analyzer._jobs.merge_logs` takes it out)."""
+
+PART = "_part"
+
+_RHYTHM_COLUMNS = ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases", "not_periodic", "explanation")
+
+
+@dataclass(frozen=True)
+class LogPart:
+    """What merging a log into its job needs beyond its row."""
+
+    timeline: Timeline | None
+    busy: float
+    """The slowest process's I/O time (s, counters)."""
 
 
 def _rhythm_of(result: Periodicity) -> dict:
     """The jobs-table rhythm columns of a periodicity result (``w_iter`` null unless periodic)."""
     return {
-        "w_iter": result.w_iter if result.periodic else None,
+        "w_iter": result.w_iter,
         "w_iter_confidence": result.confidence,
         "alpha_io": result.alpha_io,
         "n_phases": result.n_phases,
+        "not_periodic": result.reason,
+        "explanation": result.explanation,
     }
 
 
-def _rhythm(job: DarshanJob) -> dict:
-    """w_iter, its confidence, alpha_io and n_phases from the richest source of the log."""
-    if job.source == "dxt" and job.ops is not None and job.ops.height:
-        return _rhythm_of(periodicity(job.ops))
-    if job.source == "heatmap" and job.heatmap is not None:
-        width, read, write = job.heatmap
-        return _rhythm_of(periodicity_from_signal((np.asarray(read) + np.asarray(write)) / width, width))
-    runtime = job.meta.get("runtime") or 0.0
-    io_time = job.counters.get("io_time") or 0.0
-    alpha = float(min(max(io_time / runtime, 0.0), 1.0)) if runtime > 0 else None
-    return {"w_iter": None, "w_iter_confidence": 0.0, "alpha_io": alpha, "n_phases": None}
+def _source_note(job: DarshanJob, rhythm_from: str) -> str:
+    """Where the rhythm came from, and what a partial DXT trace changed."""
+    if not job.partial_dxt:
+        return f"; from {rhythm_from}"
+    if job.source == "heatmap":
+        return f"; from {rhythm_from}: the DXT trace is partial (Darshan ran out of DXT memory)"
+    return f"; from {rhythm_from}, a partial trace that covers the run's start only"
 
 
-def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) -> dict:
-    """One jobs-table row for a Darshan log (raises InputError on a bad log).
-
-    darshan-util runs in a worker process (:func:`read_darshan`), ``timeout`` seconds at most.
-    """
-    job = read_darshan(path, timeout=timeout)
+def _log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
+    """A log's jobs-table row, with its :class:`LogPart` under ``PART``."""
     meta, counters = job.meta, job.counters
+    timeline = log_timeline(job)
+    busy = float(counters.get("slowest_io_time") or 0.0)
+    moved = float(counters.get("bytes_read") or 0) + float(counters.get("bytes_written") or 0)
+    rhythm = job_rhythm(
+        [(0.0, timeline)], runtime=meta["runtime"], total_bytes=moved, busy_time=busy, min_confidence=min_confidence
+    )
+    rhythm["explanation"] += _source_note(job, rhythm["rhythm_from"])
     return {
-        "job_id": str(meta.get("job_id")),
+        "job_id": str(meta["job_id"]),
         "user": str(meta.get("user", "")),
         "app": meta.get("app", ""),
         "nprocs": meta.get("nprocs"),
@@ -65,22 +82,41 @@ def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) ->
         "bytes_read": counters.get("bytes_read"),
         "bytes_written": counters.get("bytes_written"),
         "io_time": counters.get("io_time"),
-        **_rhythm(job),
+        "reads": counters.get("reads"),
+        "writes": counters.get("writes"),
+        "modules": counters.get("modules"),
+        **rhythm,
         "source": job.source,
-        "path": str(path),
+        "partial": job.partial_dxt,
+        "n_logs": 1,
+        "step": meta.get("step"),
+        "path": path,
+        PART: LogPart(timeline, busy),
     }
 
 
-def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
+def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5) -> dict:
+    """One jobs-table row for a Darshan log (raises InputError on a bad log).
+
+    darshan-util runs in a worker process (:func:`read_darshan`), ``timeout`` seconds at most;
+    ``min_confidence`` (0..1) is the confidence a period needs.
+    """
+    row = _log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)
+    del row[PART]
+    return row
+
+
+def analyze_ops(ops: pl.DataFrame, *, source: str = "ops", min_confidence: float = 0.5) -> pl.DataFrame:
     """The jobs table of an ops table: one row per ``job_id``.
 
-    Bytes are summed per direction, ``io_time`` is the requests' cumulative time
-    divided by the number of ranks (Darshan's convention), and the rhythm comes
-    from :func:`periodicity` on each job's requests.
+    Bytes and operations are counted per direction, ``io_time`` is the requests' cumulative time
+    divided by the number of ranks (Darshan's convention), and the rhythm comes from
+    :func:`periodicity` on each job's requests (``min_confidence`` the confidence a period needs).
     """
     if ops.is_empty():
         raise InputError("ops table: no requests")
     ends = pl.coalesce("end", "start")
+    is_read, is_write = pl.col("op") == "read", pl.col("op") == "write"
     per_job = (
         ops.with_columns(ends.alias("_end"))
         .group_by("job_id", maintain_order=True)
@@ -88,14 +124,16 @@ def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
             pl.col("rank").n_unique().alias("nprocs"),
             pl.col("start").min().alias("start"),
             pl.col("_end").max().alias("end"),
-            pl.col("size").filter(pl.col("op") == "read").sum().cast(pl.Float64).alias("bytes_read"),
-            pl.col("size").filter(pl.col("op") == "write").sum().cast(pl.Float64).alias("bytes_written"),
+            pl.col("size").filter(is_read).sum().cast(pl.Float64).alias("bytes_read"),
+            pl.col("size").filter(is_write).sum().cast(pl.Float64).alias("bytes_written"),
             ((pl.col("_end") - pl.col("start")).sum() / pl.col("rank").n_unique()).alias("io_time"),
+            is_read.sum().cast(pl.Int64).alias("reads"),
+            is_write.sum().cast(pl.Int64).alias("writes"),
         )
         .with_columns((pl.col("end") - pl.col("start")).alias("runtime"))
     )
     rhythms = [
-        {"job_id": job_id, **_rhythm_of(periodicity(frame))}
+        {"job_id": job_id, **_rhythm_of(periodicity(frame, min_confidence=min_confidence))}
         for (job_id,), frame in ops.partition_by("job_id", as_dict=True, maintain_order=True).items()
     ]
     rhythm = pl.DataFrame(rhythms, schema={c: JOBS.polars[c] for c in _RHYTHM_COLUMNS})
@@ -105,7 +143,13 @@ def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
         .with_columns(
             pl.lit("").alias("user"),
             pl.lit("").alias("app"),
+            pl.lit(None, pl.String).alias("modules"),
             pl.lit(source).alias("source"),
+            pl.lit("ops").alias("rhythm_from"),
+            pl.lit(None, pl.Float64).alias("resolution"),
+            pl.lit(False).alias("partial"),
+            pl.lit(None, pl.Int64).alias("n_logs"),
+            pl.lit(None, pl.String).alias("step"),
             pl.lit(None, pl.String).alias("path"),
         )
         .select(JOBS.names)
@@ -113,34 +157,40 @@ def analyze_ops(ops: pl.DataFrame, *, source: str = "ops") -> pl.DataFrame:
     )
 
 
-def analyze_path(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT) -> list[dict]:
+def analyze_path(
+    path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5
+) -> list[dict]:
     """Jobs-table rows of one trace of any registered format (raises InputError on a bad trace).
 
-    A Darshan log gives one row from its metadata, counters and richest time source
-    (:func:`analyze_log`, ``timeout`` seconds at most); any other trace gives one row per
-    ``job_id`` of its ops table (:func:`analyze_ops`), with ``path`` set.
+    A Darshan log gives one row from its metadata, counters and richest time source, with its
+    :class:`LogPart` under ``PART`` (``timeout`` seconds at most); any other trace gives one row
+    per ``job_id`` of its ops table (:func:`analyze_ops`), with ``path`` set.
     """
     if sniff_format(path) == "darshan":
-        return [analyze_log(path, timeout=timeout)]
-    return analyze_ops(ingest(path)).with_columns(pl.lit(str(path)).alias("path")).to_dicts()
+        return [_log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)]
+    jobs = analyze_ops(ingest(path), min_confidence=min_confidence)
+    return jobs.with_columns(pl.lit(str(path)).alias("path")).to_dicts()
 
 
-def analyze_outcome(path: str, timeout: float = DEFAULT_TIMEOUT) -> Outcome:
+def analyze_outcome(path: str, timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5) -> Outcome:
     """:func:`analyze_path`, with any failure turned into an error row: a bad trace never stops a batch."""
     try:
-        return analyze_path(path, timeout=timeout), None
+        return analyze_path(path, timeout=timeout, min_confidence=min_confidence), None
     except InputError as exc:
         return [], {"path": path, "reason": str(exc)}
     except Exception as exc:  # noqa: BLE001 - any other failure of one trace is reported, not raised
         return [], {"path": path, "reason": f"{type(exc).__name__}: {exc}"}
 
 
-def pooled_outcomes(pool: Pool, paths: Sequence[str], timeout: float) -> Iterator[tuple[int, Outcome]]:
+def pooled_outcomes(
+    pool: Pool, paths: Sequence[str], timeout: float, min_confidence: float = 0.5
+) -> Iterator[tuple[int, Outcome]]:
     """``(index, outcome)`` of each trace, analysed in the pool's workers, as they finish.
 
     A trace that crashed or hung its worker gets an error row that says so.
     """
-    for index, reply in pool.run(((analyze_outcome, path) for path in paths), timeout=timeout):
+    task = functools.partial(analyze_outcome, timeout=timeout, min_confidence=min_confidence)
+    for index, reply in pool.run(((task, path) for path in paths), timeout=timeout):
         path = paths[index]
         if reply.died is not None:
             yield index, ([], {"path": path, "reason": f"{path}: {reply.died}"})
@@ -150,11 +200,11 @@ def pooled_outcomes(pool: Pool, paths: Sequence[str], timeout: float) -> Iterato
             yield index, reply.value
 
 
-def analyze_chunk(paths: list[str], timeout: float = DEFAULT_TIMEOUT) -> list[Outcome]:
+def analyze_chunk(paths: list[str], timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5) -> list[Outcome]:
     """The outcome of each trace of a chunk, in order, in a worker process of its own (a Dask task).
 
     A crash on one trace costs that worker, never the process that runs the chunk.
     """
     with Pool(1) as pool:
-        found = dict(pooled_outcomes(pool, paths, timeout))
+        found = dict(pooled_outcomes(pool, paths, timeout, min_confidence))
     return [found[i] for i in range(len(paths))]

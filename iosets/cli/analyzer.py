@@ -9,7 +9,8 @@ import typer
 
 from ..errors import InputError
 from ._choices import TRACE_FORMATS, one_of
-from ._output import echo, progress
+from ._errors import NothingDoneError
+from ._output import echo, progress, show_note, show_warning
 
 if TYPE_CHECKING:
     import polars as pl
@@ -22,51 +23,108 @@ SHOWN_PROBLEMS = 5
 
 def analyze(
     paths: Annotated[
-        list[Path] | None, typer.Argument(help="Darshan logs, folders (recursive) or manifests listing logs.")
+        list[Path] | None, typer.Argument(help="Darshan logs, other traces, or folders (searched for *.darshan).")
+    ] = None,
+    manifests: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--manifest",
+            help="A text file listing traces or folders, one per line ('#' comments and blank lines skipped; "
+            "relative paths are relative to the manifest's folder). Repeatable.",
+        ),
     ] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="Jobs table (.parquet or .csv).")] = Path(
         "jobs.parquet"
     ),
     ops: Annotated[Path | None, typer.Option("--ops", help="Analyze an ops table (.csv/.parquet) instead.")] = None,
+    min_confidence: Annotated[
+        float, typer.Option(help="w_iter is kept only when its confidence reaches this (0 to 1).")
+    ] = 0.5,
     workers: Annotated[int | None, typer.Option(help="Processes on this machine (default: all cores).")] = None,
     dask: Annotated[str | None, typer.Option(help="Run on Dask: 'local' or a scheduler address.")] = None,
     timeout: Annotated[
         float, typer.Option(help="Seconds darshan-util may spend on one log before it counts as failed.")
     ] = 60.0,
+    per_log: Annotated[
+        bool, typer.Option("--per-log", help="One row per log, instead of one per job (logs of a job merged).")
+    ] = False,
 ) -> None:
-    """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table."""
-    logs = paths or []
-    if ops is None and not logs:
-        raise InputError("give Darshan logs, folders or manifests, or --ops FILE")
-    if ops is not None and logs:
-        raise InputError("give Darshan logs, folders or manifests, or --ops FILE, not both")
+    """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table.
+
+    Failed logs are listed in <output>.errors.<ext> (removed when none fails); exit code 2 when no job is analysed.
+    """
+    logs, lists = paths or [], manifests or []
+    if ops is None and not (logs or lists):
+        raise InputError("give Darshan logs or folders, --manifest FILE, or --ops FILE")
+    if ops is not None and (logs or lists):
+        raise InputError("give Darshan logs, folders or --manifest FILE, or --ops FILE, not both")
     from .._io import check_output, write_frame
 
     check_output(output, what="jobs table")
     if ops is not None:
         from ..analyzer import analyze_ops, read_ops
 
-        jobs = analyze_ops(read_ops(ops))
+        jobs = analyze_ops(read_ops(ops), min_confidence=min_confidence)
         write_frame(jobs, output)
         echo(f"wrote {output}: {jobs.height} jobs from {ops}")
+        echo(rhythm_summary(jobs))
         return
     from ..analyzer import analyze as analyze_logs
 
     errors_path = check_output(output.with_name(f"{output.stem}.errors{output.suffix}"), what="errors table")
     result = analyze_logs(
         logs,
+        manifests=lists,
+        min_confidence=min_confidence,
         workers=workers,
         dask=dask,
         timeout=timeout,
+        per_log=per_log,
         progress=lambda done, total: progress(done, total=total, description="analyzing"),
     )
-    write_frame(result.jobs, output)
-    echo(f"wrote {output}: {result.jobs.height} jobs")
-    if result.errors.height:
+    if result.jobs.is_empty():
+        _remove_stale(output)
+    else:
+        write_frame(result.jobs, output)
+        n_logs = int(result.jobs["n_logs"].fill_null(1).sum())
+        merged = f" from {n_logs} logs" if n_logs != result.jobs.height else ""
+        echo(f"wrote {output}: {result.jobs.height} jobs{merged}")
+        echo(rhythm_summary(result.jobs))
+    if result.errors.is_empty():
+        _remove_stale(errors_path)
+    else:
         write_frame(result.errors, errors_path)
-        echo((f"{result.errors.height} logs failed", "yellow"), f", listed in {errors_path}:")
-        for reason in result.errors["reason"].head(SHOWN_PROBLEMS):
-            echo(f"  {reason}")
+    _report(result.jobs, result.errors, errors_path, inputs=[*logs, *lists])
+
+
+def rhythm_summary(jobs: pl.DataFrame) -> str:
+    """One line: how many jobs got a w_iter, and why the others did not (``not_periodic`` counts, largest first)."""
+    periodic = jobs["w_iter"].is_not_null().sum()
+    reasons = jobs["not_periodic"].drop_nulls().value_counts(sort=True)
+    why = ", ".join(f"{code} {count}" for code, count in reasons.iter_rows())
+    return f"  {periodic} periodic" + (f"; not periodic: {why}" if why else "")
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove ``path`` left by an earlier run, so that no file outlives the run it describes; say so."""
+    if path.is_file():
+        path.unlink()
+        show_note(f"removed {path} of an earlier run")
+
+
+def _report(jobs: pl.DataFrame, errors: pl.DataFrame, errors_path: Path, *, inputs: list[Path]) -> None:
+    """Show the first failures and the count of the rest; raise NothingDoneError when no job was analysed."""
+    failed = errors["path"].n_unique()
+    if jobs.is_empty() and not failed:
+        raise NothingDoneError(f"no trace found in {', '.join(map(str, inputs))}")
+    if not jobs.is_empty() and failed:
+        show_warning(f"{failed} logs failed, listed in {errors_path}:")
+    for reason in errors["reason"].head(SHOWN_PROBLEMS):
+        echo(f"  {reason}")
+    if errors.height > SHOWN_PROBLEMS:
+        echo(f"  ... and {errors.height - SHOWN_PROBLEMS} more (all in {errors_path})")
+    if jobs.is_empty():
+        raise NothingDoneError(f"no job analysed: {failed} of {failed} logs failed (see {errors_path})")
 
 
 def ingest(

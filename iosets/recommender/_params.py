@@ -5,15 +5,9 @@ Parameters are checked when they are used (at ``fit``); :func:`check_fraction` c
 
 import inspect
 
-from .._validation import check_positive
-from ..errors import InputError
+from .._validation import check_fraction
 
-
-def check_fraction(value, name: str) -> float:
-    """``value`` as float if it is a number in [0, 1]; else an InputError naming ``name``."""
-    if not 0 <= check_positive(value, name, strict=False) <= 1:
-        raise InputError(f"{name} must be in [0, 1], got {value!r}")
-    return float(value)
+__all__ = ["Params", "check_fraction"]
 
 
 class Params:

@@ -152,8 +152,10 @@ def crash_batch(tmp_path_factory):
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_crash_in_a_batch_is_one_error_row(crash_batch, workers, seen_crash):
     folder, bad = crash_batch
-    big = analyze([folder], workers=workers)  # 49 logs: worker processes
-    small = analyze([folder / "00.darshan", folder / "01.darshan", bad], workers=workers)  # this process's reader
+    big = analyze([folder], workers=workers, per_log=True)  # 49 logs: worker processes
+    small = analyze(
+        [folder / "00.darshan", folder / "01.darshan", bad], workers=workers, per_log=True
+    )  # this process's reader
     reason = f"{bad}: darshan-util crashed: signal 11 (SIGSEGV) while reading LUSTRE"
     assert _errors(big, seen_crash) == _errors(small, seen_crash) == [(str(bad), reason)]
     assert big.jobs.height == 48 and small.jobs.height == 2
@@ -169,8 +171,8 @@ def test_timeout_must_be_positive(crash_batch):
 def test_dask_tasks_contain_a_crash(crash_batch, seen_crash):
     folder, bad = crash_batch
     logs = [folder / "00.darshan", folder / "01.darshan", bad]
-    cluster = analyze(logs, dask="local")
-    local = analyze(logs, workers=1)
+    cluster = analyze(logs, dask="local", per_log=True)
+    local = analyze(logs, workers=1, per_log=True)
     reason = f"{bad}: darshan-util crashed: signal 11 (SIGSEGV) while reading LUSTRE"
     assert _errors(cluster, seen_crash) == _errors(local, seen_crash) == [(str(bad), reason)]
     assert cluster.jobs.equals(local.jobs)

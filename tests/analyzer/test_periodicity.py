@@ -123,7 +123,7 @@ def test_null_end_is_treated_as_start():
             "rank": 0,
             "op": "read",
             "offset": 0,
-            "size": 4096,
+            "size": 1 << 16,  # 3.75 MiB in all: above the byte floor
             "start": starts,
             "end": None,
         },

@@ -36,7 +36,7 @@ def log_dir(tmp_path_factory):
 
 
 def test_every_log_gives_a_row_and_bad_ones_an_error(log_dir):
-    result = analyze([log_dir], workers=1)
+    result = analyze([log_dir], workers=1, per_log=True)
     assert result.jobs.height == len(LOGS)
     assert result.jobs.columns == JOBS.names
     assert sorted(os.path.basename(p) for p in result.errors["path"]) == ["notes.darshan", "truncated.darshan"]
@@ -62,13 +62,25 @@ def test_parallel_run_gives_the_same_table(many_logs):
             seen.append(item)
             yield item
 
-    one = analyze([many_logs], workers=1)
-    two = analyze([many_logs], workers=2, progress=progress)
+    one = analyze([many_logs], workers=1, per_log=True)
+    two = analyze([many_logs], workers=2, progress=progress, per_log=True)
     assert seen[0] == 4 * (len(LOGS) + 2) >= 48  # the pool's threshold: this batch runs in workers
     assert len(seen) == 1 + seen[0]  # one item per trace, whatever the chunks
     assert one.jobs.height == 4 * len(LOGS) and one.errors.height == 8
     assert one.jobs.equals(two.jobs)
     assert one.errors.equals(two.errors)
+
+
+def test_copies_of_a_log_count_once(log_dir, many_logs):
+    """The wheel ships three logs twice; four more copies of everything change nothing but the notes."""
+    per_log = analyze([log_dir], workers=1, per_log=True).jobs
+    distinct = per_log.unique(subset=["job_id", "start", "bytes_read", "bytes_written"])
+    jobs = analyze([log_dir], workers=1).jobs
+    assert jobs.height == distinct.height < per_log.height
+    assert jobs.select(pl.col("n_logs").sum()).item() == distinct.height
+    merged = analyze([many_logs], workers=2).jobs
+    assert merged.drop("explanation", "path").sort("job_id").equals(jobs.drop("explanation", "path").sort("job_id"))
+    assert all(text.endswith("copies of a log ignored") for text in merged["explanation"])
 
 
 def test_block_traces_give_one_row_per_job(tmp_path):
@@ -103,10 +115,10 @@ def test_dask_local_cluster_gives_the_same_table(log_dir):
 
 def test_manifest_and_missing_files(tmp_path, log_dir):
     manifest = tmp_path / "logs.txt"
-    manifest.write_text(f"# two logs\n{LOGS[0]}\n{tmp_path / 'absent.darshan'}\n")
-    assert expand_paths([manifest]) == [type(tmp_path)(LOGS[0]), tmp_path / "absent.darshan"]
-    result = analyze([manifest], workers=1)
-    assert result.jobs.height == 1 and result.errors.height == 1
+    manifest.write_text(f"# two logs\n{LOGS[0]}\n\nabsent.darshan\n")
+    assert expand_paths([], [manifest]) == [type(tmp_path)(LOGS[0]), tmp_path / "absent.darshan"]
+    result = analyze([], manifests=[manifest], workers=1)
+    assert result.jobs.height == 1 and result.errors["path"].to_list() == [str(tmp_path / "absent.darshan")]
 
 
 def test_analyze_ops_finds_a_periodic_writer():

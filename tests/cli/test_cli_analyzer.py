@@ -33,7 +33,8 @@ def test_analyze_writes_jobs_and_errors(tmp_path):
     assert errors["path"].to_list() == [str(folder / "broken.darshan")]
     assert result.stderr.splitlines() == [  # no progress bar on a stream that is not a terminal
         f"wrote {out}: {len(examples)} jobs",
-        f"1 logs failed, listed in {tmp_path / 'jobs.errors.parquet'}:",
+        "  0 periodic; not periodic: no_timeline 3, irregular 1, few_phases 1, io_bound 1",
+        f"warning: 1 logs failed, listed in {tmp_path / 'jobs.errors.parquet'}:",
         f"  {errors['reason'][0]}",
     ]
 
@@ -45,7 +46,7 @@ def test_ingest_then_analyze_ops_finds_the_sample_writer(tmp_path):
     assert ingested.exit_code == 0 and ingested.stderr == f"wrote {ops_path}: 320 requests\n"
     result = runner.invoke(app, ["analyze", "--ops", str(ops_path), "-o", str(jobs_path)])
     assert result.exit_code == 0, result.output
-    assert result.stderr == f"wrote {jobs_path}: 2 jobs from {ops_path}\n"
+    assert result.stderr == f"wrote {jobs_path}: 2 jobs from {ops_path}\n  1 periodic; not periodic: irregular 1\n"
     writer = pl.read_csv(jobs_path).filter(pl.col("job_id") == "hm_1").row(0, named=True)
     assert writer["w_iter"] == pytest.approx(5.0, rel=0.01)  # 8 x 64 KiB every 5 s
 
@@ -53,7 +54,7 @@ def test_ingest_then_analyze_ops_finds_the_sample_writer(tmp_path):
 def test_analyze_without_inputs_fails_clearly():
     result = runner.invoke(app, ["analyze"])
     assert result.exit_code == 1
-    assert result.stderr == "error: give Darshan logs, folders or manifests, or --ops FILE\n"
+    assert result.stderr == "error: give Darshan logs or folders, --manifest FILE, or --ops FILE\n"
 
 
 def _messages(trace):
@@ -135,7 +136,7 @@ def test_markup_in_a_failed_log_name_is_printed_verbatim(tmp_path):
     log.write_text("")
     out = tmp_path / "jobs.csv"
     result = runner.invoke(app, ["analyze", str(log), "-o", str(out), "--workers", "1"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 2, result.output  # no job analysed
     reason = pl.read_csv(tmp_path / "jobs.errors.csv")["reason"][0]
     assert reason.startswith(str(log))
-    assert result.stderr.splitlines()[-1] == f"  {reason}"
+    assert result.stderr.splitlines()[-2] == f"  {reason}"

@@ -31,7 +31,7 @@ def mutants(darshan_fuzz_corpus):
 @pytest.fixture(scope="module")
 def batch(mutants):
     """The good logs and the mutants in one analyze call, on two worker processes."""
-    return analyze([*GOOD, *mutants["path"]], workers=2)
+    return analyze([*GOOD, *mutants["path"]], workers=2, per_log=True)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +48,7 @@ def alone(mutants):
 
 
 def test_good_logs_are_analysed_as_when_alone(batch):
-    clean = analyze(GOOD, workers=1)
+    clean = analyze(GOOD, workers=1, per_log=True)
     assert clean.errors.height == 0 and clean.jobs.height == len(GOOD) == 8
     assert batch.jobs.filter(pl.col("path").is_in([str(p) for p in GOOD])).equals(clean.jobs)
     assert not set(batch.errors["path"]) & {str(p) for p in GOOD}
@@ -116,7 +116,7 @@ def test_each_way_to_fail_is_represented(batch, mutants, seen_crash):
 
 def test_a_mutant_that_reads_gives_the_row_of_its_source(batch, mutants):
     """The edits darshan-util reads through (unused header slots, names of logs without DXT) change nothing."""
-    sources = analyze(sorted(set(mutants["source_path"])), workers=1).jobs.rename({"path": "source_path"})
+    sources = analyze(sorted(set(mutants["source_path"])), workers=1, per_log=True).jobs.rename({"path": "source_path"})
     read = batch.jobs.join(mutants.select("path", "source_path"), on="path", how="inner")
     assert read.height == batch.jobs.height - len(GOOD) > 0
     expected = read.select("path", "source_path").join(sources, on="source_path", how="left")

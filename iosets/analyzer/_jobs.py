@@ -1,0 +1,117 @@
+"""Logs into jobs: Darshan writes one log per process or per job step; a site's scheduler sees one job.
+
+Logs with the same job id, user and recorded step whose starts lie within
+:data:`SAME_JOB_WITHIN` seconds of the first one's are one job: one row, bytes and operations
+summed, processes counted, the rhythm found again on the logs' merged timeline (on one clock).
+Copies of one log (equal metadata and counters) count once. A job id that holds several such
+runs (job steps that did not record their step, or a job id reused) gets one row per run,
+named ``<job id>.<step>``, steps numbered from 0 in start order (the recorded step when there
+is one), so that job ids stay unique.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ._rhythm import job_rhythm
+from ._worker import PART, LogPart
+
+SAME_JOB_WITHIN = 30.0
+"""Seconds between the first and a later log's start under which both are one job (or job step)."""
+_IDENTITY = ("app", "nprocs", "start", "end", "bytes_read", "bytes_written", "reads", "writes", "io_time")
+"""Two logs of one job equal in all of these are copies of one log: the second is ignored."""
+
+
+def _runs(logs: list[dict]) -> list[list[dict]]:
+    """Logs of one (job id, user, step) in runs: a log starting SAME_JOB_WITHIN after a run's first opens the next."""
+    runs: list[list[dict]] = []
+    for row in sorted(logs, key=lambda r: (r["start"], r["path"])):
+        if runs and row["start"] - runs[-1][0]["start"] <= SAME_JOB_WITHIN:
+            runs[-1].append(row)
+        else:
+            runs.append([row])
+    return runs
+
+
+def _distinct(logs: list[dict]) -> tuple[list[dict], int]:
+    """The logs of a run without copies of one log (same metadata and counters), and how many copies went."""
+    seen: dict[tuple, dict] = {}
+    for row in logs:
+        seen.setdefault(tuple(row[name] for name in _IDENTITY), row)
+    return list(seen.values()), len(logs) - len(seen)
+
+
+def _total(logs: list[dict], name: str):
+    """Sum of a column over logs; None when no log has it."""
+    values = [row[name] for row in logs if row[name] is not None]
+    return sum(values) if values else None
+
+
+def _merged(logs: list[dict], min_confidence: float) -> dict:
+    """One row for the logs of one job (their first row's fields where they cannot add up)."""
+    first = logs[0]
+    start = min(row["start"] for row in logs)
+    runtime = max(row["start"] + row["runtime"] for row in logs) - start
+    nprocs = sum(row["nprocs"] for row in logs)
+    parts: list[LogPart] = [row[PART] for row in logs]
+    moved = sum(float(row["bytes_read"] or 0) + float(row["bytes_written"] or 0) for row in logs)
+    rhythm = job_rhythm(
+        [(row["start"] - start, part.timeline) for row, part in zip(logs, parts, strict=True)],
+        runtime=runtime,
+        total_bytes=moved,
+        busy_time=max(part.busy for part in parts),
+        min_confidence=min_confidence,
+    )
+    rhythm["explanation"] += f"; from {rhythm['rhythm_from']}, {len(logs)} logs merged"
+    io_times = [(row["io_time"], row["nprocs"]) for row in logs if row["io_time"] is not None]
+    sources = {row["source"] for row in logs}
+    return {
+        **first,
+        "app": Counter(row["app"] for row in logs).most_common(1)[0][0],
+        "nprocs": nprocs,
+        "start": start,
+        "end": max(row["end"] for row in logs),
+        "runtime": runtime,
+        "bytes_read": _total(logs, "bytes_read"),
+        "bytes_written": _total(logs, "bytes_written"),
+        "reads": _total(logs, "reads"),
+        "writes": _total(logs, "writes"),
+        "io_time": sum(t * n for t, n in io_times) / sum(n for _, n in io_times) if io_times else None,
+        "modules": "; ".join(dict.fromkeys(row["modules"] for row in logs if row["modules"])) or None,
+        **rhythm,
+        "source": next((s for s in ("heatmap", "dxt", "counters") if s in sources), first["source"]),
+        "partial": any(row["partial"] for row in logs),
+        "n_logs": len(logs),
+    }
+
+
+def merge_logs(rows: list[dict], *, min_confidence: float = 0.5, per_log: bool = False) -> list[dict]:
+    """Jobs-table rows with the logs of one job merged (see the module doc); other traces' rows pass as they are.
+
+    Darshan rows are recognised by their ``PART`` entry, which every returned row has lost; with
+    ``per_log`` they are only stripped of it (one row per log).
+    """
+    if per_log:
+        return [{name: value for name, value in row.items() if name != PART} for row in rows]
+    groups: defaultdict[tuple, list[dict]] = defaultdict(list)
+    out = []
+    for row in rows:
+        if PART in row:
+            groups[(row["job_id"], row["user"], row["step"])].append(row)
+        else:
+            out.append(row)
+    runs = {key: _runs(logs) for key, logs in groups.items()}
+    keys_per_id = Counter(job_id for job_id, _, _ in groups)
+    for (job_id, _, step), job_runs in runs.items():
+        split = len(job_runs) > 1 or keys_per_id[job_id] > 1
+        for k, run in enumerate(job_runs):
+            logs, copies = _distinct(run)
+            row = logs[0] if len(logs) == 1 else _merged(logs, min_confidence)
+            row = {name: value for name, value in row.items() if name != PART}
+            if copies:
+                row["explanation"] += f"; {copies} cop{'ies' if copies > 1 else 'y'} of a log ignored"
+            if split:
+                run_step = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
+                row["job_id"], row["step"] = f"{job_id}.{run_step}", run_step
+            out.append(row)
+    return out
