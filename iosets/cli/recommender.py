@@ -96,17 +96,30 @@ def recommend(
         ),
     ] = "set-10",
     base: Annotated[float, typer.Option(help="Base of set-b.")] = 10.0,
-    min_confidence: Annotated[float, typer.Option(help="Below this w_iter confidence: conservative set.")] = 0.5,
+    min_confidence: Annotated[
+        float,
+        typer.Option(
+            help="Below this w_iter confidence (or with a not_periodic code): the conservative set, or a lower one."
+        ),
+    ] = 0.5,
     bandwidth: Annotated[
-        float | None, typer.Option(help="File system bandwidth (bytes/s), for RBFQ reservations.")
+        float | None,
+        typer.Option(help="File system bandwidth (bytes/s), for RBFQ reservations; the sets' reservations fit in it."),
     ] = None,
     max_request: Annotated[int, typer.Option(help="Largest request (bytes): the lowest set's WFQ weight.")] = 1 << 20,
-    safety: Annotated[float, typer.Option(help="RBFQ reservation = safety x alpha_io x bandwidth.")] = 1.5,
+    safety: Annotated[
+        float,
+        typer.Option(help="RBFQ reservation = safety x alpha_io x bandwidth per job; a set's is its largest job's."),
+    ] = 1.5,
     limit: Annotated[float | None, typer.Option(help="RBFQ limit per job, fraction of bandwidth.")] = None,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the recommended jobs table.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the per-set table as JSON only.")] = False,
 ) -> None:
     """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table.
+
+    A set reserves what its largest job does: one job of a set does I/O at a time.
+    When the sets reserve more than --bandwidth in all, every reservation is scaled down to fit, with a warning.
+    Jobs on thin evidence never get a set of higher priority than the conservative one.
 
     With --history H --for app=...,user=...: the same for a job that has not run yet.
     """
@@ -140,8 +153,9 @@ def recommend(
     if as_json:
         print_json(summary.to_dicts())
         return
-    n_conservative = int(recommended["conservative"].sum())
-    show(set_table(summary, title=f"{mapping}: {recommended.height} jobs, {n_conservative} in the conservative set"))
+    n_thin = int(recommended["conservative"].sum())
+    title = f"{mapping}: {recommended.height} jobs, {n_thin} on thin evidence (the conservative set or a lower one)"
+    show(set_table(summary, title=title))
     if output is not None:
         echo(f"wrote {output}")
 
@@ -181,20 +195,35 @@ def tune(
     bases: Annotated[str, typer.Option(help="Comma-separated SET-b bases to try.")] = TUNE_BASES,
     gmm: Annotated[bool, typer.Option(help="Also try the Gaussian-mixture mapping.")] = True,
     seed: Annotated[int, typer.Option(help="Seed of the jobs' release dates.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the ranking as JSON only.")] = False,
+    overlap: Annotated[
+        bool, typer.Option("--overlap", help="Replay only the jobs whose recorded runs contain the busiest instant.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the ranking as JSON only (the jobs used go to stderr).")
+    ] = False,
 ) -> None:
-    """Replay the jobs under candidate mappings and FAIR-SHARE; rank by utilization, then Max Stretch."""
+    """Replay the jobs under candidate mappings and FAIR-SHARE; rank by utilization, then Max Stretch.
+
+    The periodic jobs with an alpha_io are replayed together, as one concurrent workload, whatever their dates;
+    with --overlap, only those whose recorded runs contain the busiest instant.
+    The first lines say how many jobs were used, why the others were left out, and when their runs do not overlap.
+    """
     from .._io import read_frame
     from ..replay import tune as tune_mappings
+    from ..replay import tune_selection
 
+    jobs = read_frame(jobs_path, what="jobs table")
     ranking = tune_mappings(
-        read_frame(jobs_path, what="jobs table"),
+        jobs,
         bases=parse_numbers(bases, "--bases"),
         gmm=gmm,
         bandwidth=bandwidth,
         horizon=horizon,
         random_state=seed,
+        overlap=overlap,
     )
+    for line in tune_selection(jobs, overlap=overlap).summary.splitlines():
+        echo(line, stderr=as_json)
     if as_json:
         print_json(ranking.to_dicts())
         return

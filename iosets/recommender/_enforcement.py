@@ -1,4 +1,4 @@
-"""Enforcement parameters from set priorities: AGIOS WFQ weights and RBFQ reservations, weights, limits."""
+"""Enforcement parameters from set priorities: AGIOS WFQ weights; RBFQ reservations (per set: one job's), weights."""
 
 import warnings
 
@@ -51,52 +51,76 @@ def wfq_weights(
     return weights.astype(np.int64)
 
 
-def peak_concurrent(demand, start=None, end=None) -> float:
-    """Largest sum of ``demand`` over jobs running at the same time.
+def set_reservations(demand, sets) -> tuple[np.ndarray, np.ndarray]:
+    """``(set ids, reservation per set)``: a set's reservation is the largest demand among its jobs.
 
-    Jobs run over [start, end); without dates (or with a null one) a job counts as
-    running all the time, so without any dates this is the plain sum.
+    Under IO-SETS one job of a set does I/O at a time (seed 004, section IV), so a set
+    needs what one of its jobs needs, not the sum.
+
+    Examples
+    --------
+    >>> ids, reservation = set_reservations([1.0, 4.0, 2.0], [0, 0, 1])
+    >>> ids.tolist(), reservation.tolist()
+    ([0, 1], [4.0, 2.0])
     """
-    demand = np.asarray(demand, dtype=np.float64)
-    if start is None or end is None:
-        return float(demand.sum())
-    start = np.asarray(start, dtype=np.float64)
-    end = np.asarray(end, dtype=np.float64)
-    always = np.isnan(start) | np.isnan(end)
-    dated = ~always
-    dates = np.concatenate((end[dated], start[dated]))
-    steps = np.concatenate((-demand[dated], demand[dated]))  # at equal dates, ends come first
-    order = np.argsort(dates, kind="stable")
-    running = np.cumsum(steps[order])
-    return float(demand[always].sum() + (running.max() if running.size else 0.0))
+    ids, members = np.unique(np.asarray(sets, dtype=np.int64), return_inverse=True)
+    reservation = np.zeros(ids.size)
+    np.maximum.at(reservation, members, np.asarray(demand, dtype=np.float64))
+    return ids, reservation
 
 
-def reservation_scale(demand, *, bandwidth: float, start=None, end=None) -> float:
-    """The factor (<= 1) that brings the peak of ``demand`` over jobs running together down to ``bandwidth``."""
-    peak = peak_concurrent(demand, start, end)
-    return bandwidth / peak if peak > bandwidth else 1.0
+def reservation_scale(demand, sets, *, bandwidth: float) -> float:
+    """The factor (<= 1) that brings the sum of the sets' reservations down to ``bandwidth``."""
+    total = float(set_reservations(demand, sets)[1].sum())
+    return bandwidth / total if total > bandwidth else 1.0
 
 
-def rbfq_reservations(alpha_io, *, bandwidth: float, safety: float = 1.5, start=None, end=None) -> np.ndarray:
-    """Reservation (bytes/s) per job: ``safety x alpha_io x bandwidth``, scaled to fit.
+def rbfq_reservations(alpha_io, sets, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:
+    """Reservation (bytes/s) per job: ``safety x alpha_io x bandwidth``, scaled so that the sets fit.
 
-    ``alpha_io x bandwidth`` is a job's average demand (its I/O volume per
-    iteration over the iteration's length); the safety factor (default 1.5)
-    leaves room for the bursts of its I/O phases. RBFQ can only guarantee
-    reservations that sum to at most the capacity over the jobs running at the
-    same time (``start``/``end`` dates; all jobs at once without them): when the
-    peak exceeds ``bandwidth`` every reservation is scaled down in proportion,
-    with a warning. Jobs without an ``alpha_io`` (NaN) get no reservation (0); an
-    ``alpha_io`` outside [0, 1] is an InputError.
+    ``alpha_io x bandwidth`` is a job's average demand (its I/O volume per iteration
+    over the iteration's length); the safety factor (default 1.5) leaves room for the
+    bursts of its I/O phases. A set's reservation is the largest demand of its jobs
+    (:func:`set_reservations`), and RBFQ can only guarantee reservations that sum to at
+    most the capacity: when the sets' reservations sum to more than ``bandwidth``, every
+    reservation is scaled by the same factor, with a warning naming the sets. A job's
+    reservation thus never exceeds its set's. Jobs without an ``alpha_io`` (NaN) get
+    no reservation (0); an ``alpha_io`` outside [0, 1] is an InputError.
+
+    Examples
+    --------
+    >>> rbfq_reservations([0.125, 0.25, 0.125], [0, 0, 1], bandwidth=1e9, safety=2.0).tolist()
+    [250000000.0, 500000000.0, 250000000.0]
     """
-    reservation = rbfq_demands(alpha_io, bandwidth=bandwidth, safety=safety)
-    scale = reservation_scale(reservation, bandwidth=bandwidth, start=start, end=end)
+    demand = rbfq_demands(alpha_io, bandwidth=bandwidth, safety=safety)
+    sets = np.asarray(sets, dtype=np.int64)
+    if sets.shape != demand.shape:
+        raise InputError(f"sets must give one set per job: {sets.size} sets for {demand.size} alpha_io values")
+    scale = reservation_scale(demand, sets, bandwidth=bandwidth)
     if scale < 1:
-        warnings.warn(
-            f"RBFQ reservations of concurrent jobs sum to {1 / scale:.2f}x the bandwidth; scaled down to fit",
-            stacklevel=2,
-        )
-    return reservation * scale
+        warnings.warn(_scaled_down(*set_reservations(demand, sets), bandwidth), stacklevel=2)
+    return demand * scale
+
+
+def _scaled_down(ids: np.ndarray, reservation: np.ndarray, bandwidth: float) -> str:
+    """The warning of reservations scaled to fit: the sets that reserve, their reservations, the factor."""
+    reserving = reservation > 0
+    each = ", ".join(
+        f"{s} ({_rate(r)})" for s, r in zip(ids[reserving].tolist(), reservation[reserving].tolist(), strict=True)
+    )
+    total = float(reservation.sum())
+    return (
+        f"RBFQ reservations of sets {each} sum to {_rate(total)}, {total / bandwidth:.2f}x the bandwidth "
+        f"({_rate(bandwidth)}); scaled down to fit"
+    )
+
+
+def _rate(value: float) -> str:
+    """Bytes/s in the largest decimal unit below it, one decimal: ``29.0 GB/s``."""
+    for unit, size in (("TB/s", 1e12), ("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.1f} B/s"
 
 
 def rbfq_demands(alpha_io, *, bandwidth: float, safety: float = 1.5) -> np.ndarray:

@@ -119,10 +119,12 @@ def renamed_policy(mapping: _Name, policy: str | None) -> _Name | str:
 class SetMapping:
     """The rule a recommender learns: a job's set and priority from its w_iter and its confidence.
 
-    A job whose w_iter is missing, or found with a confidence below ``min_confidence``,
-    goes to ``conservative_set``. Others: SET-b (``base``) puts w_iter in set
-    round(log_b w_iter) with priority b ** -set; ``gmm`` (``base`` None) puts it in
-    set ``labels[searchsorted(cuts, log10 w_iter)]`` with priority ``priority_of[set]``.
+    SET-b (``base``) puts w_iter in set round(log_b w_iter) with priority b ** -set;
+    ``gmm`` (``base`` None) puts it in set ``labels[searchsorted(cuts, log10 w_iter)]``
+    with priority ``priority_of[set]``. Under both a larger set has a lower priority. A
+    job on thin evidence (w_iter missing, or a confidence below ``min_confidence`` or
+    NaN) goes to ``conservative_set``, or to the set of its w_iter when that one has a
+    lower priority: never to a set of higher priority.
     ``lowest_priority`` is the lowest priority of the jobs it was fitted on: the
     reference of the WFQ and RBFQ weights (None if there were none).
     """
@@ -144,15 +146,21 @@ class SetMapping:
         return _check_priorities(self.priority_of[sets], sets)
 
     def classify(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-        """``(sets, conservative)`` of jobs; ``w_iter`` NaN where unknown."""
+        """``(sets, conservative)`` of jobs, ``conservative`` True on thin evidence; ``w_iter`` NaN where unknown."""
         w = np.asarray(w_iter, dtype=np.float64)
-        ok = (w > 0) & (np.asarray(confidence, dtype=np.float64) >= self.min_confidence)
+        known = w > 0
+        ok = known & (np.asarray(confidence, dtype=np.float64) >= self.min_confidence)
         sets = np.full(w.shape, self.conservative_set, np.int64)
+        sets[known] = self._map(w[known])
+        thin = ~ok
+        sets[thin] = np.maximum(sets[thin], self.conservative_set)  # a larger set has a lower priority
+        return sets, thin
+
+    def _map(self, w_iter: np.ndarray) -> np.ndarray:
+        """The set of each (known) w_iter under the mapping."""
         if self.base is None:
-            sets[ok] = self.labels[np.searchsorted(self.cuts, np.log10(w[ok]))]
-        else:
-            sets[ok] = map_sets(w[ok], base=self.base)
-        return sets, ~ok
+            return self.labels[np.searchsorted(self.cuts, np.log10(w_iter))]
+        return map_sets(w_iter, base=self.base)
 
     def assign(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(sets, priorities, conservative)`` of jobs; ``w_iter`` NaN where unknown."""
@@ -175,7 +183,8 @@ def fit_mapping(
 
     The conservative set defaults to one set below the lowest-priority set of the
     confidently mapped jobs (seed 004 section VII-B), so that unknown jobs never slow
-    down known ones; ``gmm`` adds a set a decade below its clusters for it.
+    down known ones; ``gmm`` adds a set a decade below its clusters for it. A NaN
+    ``confidence`` (a job found not periodic) is below any ``min_confidence``.
     """
     set_base = mapping_base(mapping, base)
     check_fraction(min_confidence, "min_confidence")

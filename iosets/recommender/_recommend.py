@@ -15,18 +15,40 @@ def numbers(values: pl.Series) -> np.ndarray:
     return values.cast(pl.Float64).fill_null(np.nan).to_numpy()
 
 
-def column(jobs: pl.DataFrame, name: str) -> np.ndarray | None:
-    """A numeric column as float64 with NaN for nulls, None when absent."""
-    return numbers(jobs[name]) if name in jobs.columns else None
+NO_DEMAND = ("no_io", "few_bytes")
+"""``not_periodic`` codes of jobs that do (almost) no I/O: they reserve nothing."""
+
+
+def not_periodic(jobs: pl.DataFrame) -> pl.Series | None:
+    """The ``not_periodic`` codes as text (null: periodic), None when the table has no such column."""
+    return jobs["not_periodic"].cast(pl.String) if "not_periodic" in jobs.columns else None
 
 
 def evidence(jobs: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """``(w_iter, confidence)`` of a jobs table: NaN for a null w_iter; confidence 1 without the column, 0 if null."""
+    """``(w_iter, confidence)`` of a jobs table: NaN for a null w_iter.
+
+    The confidence is 1 without a ``w_iter_confidence`` column, 0 where it is null, and
+    NaN, which no ``min_confidence`` accepts, where ``not_periodic`` holds a code.
+    """
     if "w_iter_confidence" in jobs.columns:
         confidence = jobs["w_iter_confidence"].cast(pl.Float64).fill_null(0.0).to_numpy()
     else:
         confidence = np.ones(jobs.height)
+    codes = not_periodic(jobs)
+    if codes is not None:
+        confidence = np.where(codes.is_not_null().to_numpy(), np.nan, confidence)
     return numbers(jobs["w_iter"]), confidence
+
+
+def io_fractions(jobs: pl.DataFrame) -> np.ndarray:
+    """``alpha_io`` as the RBFQ demand reads it: NaN where null, 0 for a ``not_periodic`` code of :data:`NO_DEMAND`."""
+    if "alpha_io" not in jobs.columns:
+        raise InputError("RBFQ reservations need an 'alpha_io' column in the jobs table")
+    alpha = numbers(jobs["alpha_io"])
+    codes = not_periodic(jobs)
+    if codes is None:
+        return alpha
+    return np.where(codes.is_in(list(NO_DEMAND)).fill_null(False).to_numpy(), 0.0, alpha)
 
 
 def check_jobs(jobs: pl.DataFrame, source: str = "jobs table", require: tuple[str, ...] = ()) -> pl.DataFrame:
@@ -64,19 +86,15 @@ def with_recommendation(
     """``jobs`` (checked) with the columns of :data:`iosets.schemas.RECOMMENDATION` under ``rule``.
 
     WFQ and RBFQ weights are relative to the lowest priority of these jobs and of the
-    jobs ``rule`` was fitted on; reservations are scaled over these jobs (see
-    :func:`recommend`).
+    jobs ``rule`` was fitted on; reservations fit the sets of these jobs into
+    ``bandwidth`` (see :func:`recommend`).
     """
     check_enforcement(bandwidth, max_request, safety, limit)
     sets, priority, conservative = rule.assign(*evidence(jobs))
     lowest = min(priority.min(initial=np.inf), np.inf if rule.lowest_priority is None else rule.lowest_priority)
     reservation = limit_rate = np.full(jobs.height, np.nan)
     if bandwidth is not None:
-        alpha = column(jobs, "alpha_io")
-        if alpha is None:
-            raise InputError("RBFQ reservations need an 'alpha_io' column in the jobs table")
-        start, end = column(jobs, "start"), column(jobs, "end")
-        reservation = rbfq_reservations(alpha, bandwidth=bandwidth, safety=safety, start=start, end=end)
+        reservation = rbfq_reservations(io_fractions(jobs), sets, bandwidth=bandwidth, safety=safety)
         if limit is not None:
             limit_rate = np.full(jobs.height, limit * bandwidth)
     columns = {
@@ -141,13 +159,15 @@ def recommend(
     ----------
     jobs : polars.DataFrame
         Jobs table (:data:`iosets.schemas.JOBS`) with at least ``w_iter``;
-        ``w_iter_confidence`` and ``alpha_io`` are used when present.
+        ``w_iter_confidence``, ``not_periodic`` and ``alpha_io`` are used when present.
     mapping : str, default="set-10"
         ``set-10`` (set round(log10 w_iter), priority 10^-set, seed 004 section IV-C),
         ``set-b`` with ``base`` (or ``set-<b>``, e.g. ``set-2``), or ``gmm`` (a Gaussian
         mixture over log10 w_iter whose number of sets minimises BIC).
     min_confidence : float, default=0.5
-        Jobs with no ``w_iter`` or a confidence below this go to the conservative set.
+        Thin evidence: a job with no ``w_iter``, a confidence below this, or a
+        ``not_periodic`` code goes to the conservative set, or to the lower-priority set
+        its ``w_iter`` gives, never to a set of higher priority (flag ``conservative``).
     conservative_set : int, default=None
         Set for those jobs (seed 004 section VII-B: "temporarily map the application to a
         low-priority set"); by default one set below the lowest-priority set of the
@@ -159,9 +179,11 @@ def recommend(
     max_request : int, default=1 MiB
         Largest request size: the WFQ weight (bytes per round) of the lowest-priority set.
     safety : float, default=1.5
-        RBFQ reservation = safety x alpha_io x bandwidth per job, scaled down when the
-        jobs running at the same time (``start``/``end`` columns when present, else all
-        jobs) would reserve more than ``bandwidth``.
+        RBFQ reservation = safety x alpha_io x bandwidth per job (0 without an
+        ``alpha_io`` or for ``not_periodic`` 'no_io' and 'few_bytes'). A set reserves
+        what its largest job does (one job of a set does I/O at a time); when the sets
+        reserve more than ``bandwidth`` in all, every reservation is scaled down by the
+        same factor, with a warning naming the sets.
     limit : float, default=None
         RBFQ upper bound per job as a fraction of ``bandwidth``, in (0, 1] (None: no limit).
     random_state : int, default=0
@@ -198,8 +220,8 @@ def recommend(
 def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
     """One row per set (:data:`iosets.schemas.SET_SUMMARY`): priority, job count, w_iter range, WFQ weight, RBFQ.
 
-    A set's reservation is the sum of its jobs' reservations (their average demands add
-    up: the set's jobs take turns doing I/O); its limit is the per-job limit.
+    A set's reservation is the largest of its jobs' reservations (one job of a set does
+    I/O at a time, seed 004 section IV); its limit is the per-job limit.
     """
     missing = [name for name in RECOMMENDATION.names if name not in recommended.columns]
     if missing:
@@ -216,7 +238,7 @@ def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
             pl.col("rbfq_weight").first(),
             pl.when(pl.col("rbfq_reservation").is_null().all())
             .then(None)
-            .otherwise(pl.col("rbfq_reservation").sum())
+            .otherwise(pl.col("rbfq_reservation").max())
             .alias("rbfq_reservation"),
             pl.col("rbfq_limit").first(),
         )

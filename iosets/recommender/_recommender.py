@@ -10,7 +10,7 @@ from ._enforcement import rbfq_demands, reservation_scale, wfq_weights
 from ._history import HISTORY_COLUMNS, WIterEstimator, query_fields
 from ._mappings import fit_mapping
 from ._params import Params
-from ._recommend import check_jobs, column, evidence, set_summary, with_recommendation
+from ._recommend import check_jobs, evidence, io_fractions, set_summary, with_recommendation
 
 _UNSEEN = object()
 
@@ -32,8 +32,9 @@ class Recommender(Params):
     base : float, default=10.0
         Base of ``set-b``.
     min_confidence : float, default=0.5
-        Jobs with no w_iter, or a w_iter (measured or estimated) less confident than
-        this, go to the conservative set.
+        Jobs with no w_iter, a w_iter (measured or estimated) less confident than this,
+        or a ``not_periodic`` code go to the conservative set, or to the lower-priority
+        set their w_iter gives, never to a set of higher priority.
     conservative_set : int, default=None
         Their set; by default one set below the lowest-priority set of the history's
         confidently mapped jobs.
@@ -44,7 +45,8 @@ class Recommender(Params):
     max_request : int, default=1 MiB
         WFQ weight (bytes per round) of the lowest priority.
     safety : float, default=1.5
-        RBFQ reservation = safety x alpha_io x bandwidth.
+        RBFQ reservation = safety x alpha_io x bandwidth per job; a set reserves what its
+        largest job does (see :func:`recommend`).
     limit : float, default=None
         RBFQ upper bound per job, as a fraction of ``bandwidth``, in (0, 1].
     random_state : int, default=0
@@ -63,11 +65,12 @@ class Recommender(Params):
     estimator_ : WIterEstimator
         The estimator fitted on the history.
     reservation_scale_ : float or None
-        The factor (<= 1) that fitted the history's concurrent reservations into
-        ``bandwidth`` (None without one).
+        The factor (<= 1) that fitted the reservations of the history's sets (each the
+        largest of its jobs') into ``bandwidth`` (None without one).
     reservation_by_app_ : dict
         RBFQ reservation of a new job of each app: ``safety x`` the median ``alpha_io``
-        of its past jobs ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``).
+        of its past jobs ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``);
+        :meth:`predict_one` caps it at the reservation of the job's set in ``sets_``.
     pairs_, apps_ : dict
         The answer of :meth:`predict_one` (without the query's fields) for an
         ``(app, user)`` pair with enough jobs of its own, and for an app with a user it
@@ -133,19 +136,21 @@ class Recommender(Params):
             max_sets=self.max_sets,
             random_state=self.random_state,
         )
-        self.sets_ = set_summary(with_recommendation(history, self.mapping_, **self._enforcement()))
+        recommended = with_recommendation(history, self.mapping_, **self._enforcement())
+        self.sets_ = set_summary(recommended)
         estimator = WIterEstimator() if self.estimator is None else WIterEstimator(**self.estimator.get_params())
         self.estimator_ = estimator.fit(history)
-        self.reservation_scale_, self.reservation_by_app_ = None, {}
+        self.reservation_scale_, self.reservation_by_app_, self._set_reservation = None, {}, {}
         if self.bandwidth is not None:
-            demand = rbfq_demands(column(history, "alpha_io"), bandwidth=self.bandwidth, safety=self.safety)
-            dates = {"start": column(history, "start"), "end": column(history, "end")}
-            self.reservation_scale_ = reservation_scale(demand, bandwidth=self.bandwidth, **dates)
-            alpha = history.drop_nulls("app").group_by("app").agg(pl.col("alpha_io").cast(pl.Float64).median())
-            alpha = alpha.drop_nulls("alpha_io")
-            demand = rbfq_demands(alpha["alpha_io"].to_numpy(), bandwidth=self.bandwidth, safety=self.safety)
+            alpha = io_fractions(history)
+            demand = rbfq_demands(alpha, bandwidth=self.bandwidth, safety=self.safety)
+            self.reservation_scale_ = reservation_scale(demand, recommended["set"], bandwidth=self.bandwidth)
+            by_app = history.select("app", alpha=pl.Series(alpha, nan_to_null=True)).drop_nulls()
+            by_app = by_app.group_by("app").agg(pl.col("alpha").median())
+            demand = rbfq_demands(by_app["alpha"].to_numpy(), bandwidth=self.bandwidth, safety=self.safety)
             reservation = (demand * self.reservation_scale_).tolist()
-            self.reservation_by_app_ = dict(zip(alpha["app"].to_list(), reservation, strict=True))
+            self.reservation_by_app_ = dict(zip(by_app["app"].to_list(), reservation, strict=True))
+            self._set_reservation = dict(self.sets_.select("set", "rbfq_reservation").iter_rows())
         sets = [*self.sets_["set"].to_list(), self.mapping_.conservative_set]
         with warnings.catch_warnings():  # capped WFQ weights: the history's recommendation warned already
             warnings.simplefilter("ignore", UserWarning)
@@ -158,7 +163,7 @@ class Recommender(Params):
 
         The same table as :func:`recommend` gives for the history itself; the weights
         are relative to the lowest priority of ``jobs`` and of the history, and the
-        reservations are scaled over ``jobs``.
+        reservations fit the sets of ``jobs`` into ``bandwidth``.
         """
         self._check_fitted()
         return with_recommendation(check_jobs(jobs), self.mapping_, **self._enforcement())
@@ -190,7 +195,8 @@ class Recommender(Params):
             below ``min_confidence``, or none, lands in the conservative set; weights
             relative to the lowest of its priority and the history's); the reservation is
             ``safety x`` the app's median past ``alpha_io`` ``x bandwidth``, scaled by
-            ``reservation_scale_`` (0 for an app without one).
+            ``reservation_scale_`` (0 for an app without one) and capped at the
+            reservation of its set in ``sets_`` (one job of a set does I/O at a time).
         """
         self._check_fitted()
         fields = {"app": app, "user": user, "nprocs": nprocs, "requested_time": requested_time}
@@ -245,12 +251,18 @@ class Recommender(Params):
                 "priority": terms[s][0],
                 "conservative": c,
                 "wfq_weight": terms[s][1],
-                "rbfq_reservation": self.reservation_by_app_.get(app, no_reservation),
+                "rbfq_reservation": self._reservation(app, s, no_reservation),
                 "rbfq_weight": terms[s][2],
                 "rbfq_limit": limit,
             }
             for app, e, s, c in zip(apps, estimates, sets.tolist(), conservative.tolist(), strict=True)
         ]
+
+    def _reservation(self, app: str, set_: int, default: float | None) -> float | None:
+        """The RBFQ reservation of a new job (see :meth:`predict_one`); ``default`` for an app without one."""
+        reservation = self.reservation_by_app_.get(app, default)
+        cap = self._set_reservation.get(set_)
+        return reservation if reservation is None or cap is None else min(reservation, cap)
 
     def _terms_of(self, sets) -> dict[int, tuple[float, int, float]]:
         """Priority, WFQ weight and RBFQ weight of a job in each set, relative to the history's lowest priority."""

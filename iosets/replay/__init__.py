@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     )
     from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
     from ._trace import RequestTrace
-    from ._tune import TUNE_BASES, tune
+    from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
 
 _EXPORTS = {
     "Device": "._device",
@@ -50,6 +50,8 @@ _EXPORTS = {
     "RequestTrace": "._trace",
     "TUNE_BASES": "._tune",
     "tune": "._tune",
+    "TuneSelection": "._tune",
+    "tune_selection": "._tune",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

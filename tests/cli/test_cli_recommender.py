@@ -32,12 +32,6 @@ def test_recommend_json_and_output_equal_the_api(jobs_file, tmp_path):
     assert pl.read_parquet(out).equals(expected)
 
 
-def test_recommend_reports_scaled_reservations_as_a_warning(jobs_file):
-    result = runner.invoke(app, ["recommend", str(jobs_file), "--bandwidth", "1e9"])
-    assert result.exit_code == 0, result.output
-    assert "warning: RBFQ reservations of concurrent jobs sum to 1.20x the bandwidth" in " ".join(result.stderr.split())
-
-
 def test_tune_prints_the_ranking_of_the_api(jobs_file):
     result = runner.invoke(app, ["tune", str(jobs_file), "--bases", "2,10", "--json"])
     assert result.exit_code == 0, result.output

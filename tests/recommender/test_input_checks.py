@@ -103,15 +103,24 @@ def test_rbfq_reservations_are_not_clipped():
         "alpha_io must be a number in [0, 1] (NaN: unknown), got 1.5 at index 1",
         rbfq_reservations,
         [0.5, 1.5],
+        [0, 1],
         bandwidth=1e9,
     )
     raises(
         "alpha_io must be a number in [0, 1] (NaN: unknown), got inf at index 0",
         rbfq_reservations,
         [math.inf],
+        [0],
         bandwidth=1e9,
     )
-    assert rbfq_reservations([0.5, math.nan], bandwidth=1e9, safety=1.0).tolist() == [5e8, 0.0]
+    raises(
+        "sets must give one set per job: 1 sets for 2 alpha_io values",
+        rbfq_reservations,
+        [0.5, 0.1],
+        [0],
+        bandwidth=1e9,
+    )
+    assert rbfq_reservations([0.5, math.nan], [0, 1], bandwidth=1e9, safety=1.0).tolist() == [5e8, 0.0]
 
 
 # ---- an empty recommendation -----------------------------------------------------------------------------------------

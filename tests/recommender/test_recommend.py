@@ -174,26 +174,3 @@ def test_no_warning_in_the_common_case():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         recommend(jobs_frame([3.0, 30.0, 300.0]), bandwidth=1e9)
-
-
-def test_reservations_fit_the_bandwidth_over_jobs_running_together():
-    # a and b overlap (0.3 + 0.3 of B), c runs alone later: no scaling needed
-    jobs = jobs_frame([2.0, 20.0, 200.0], alpha_io=[0.2, 0.2, 0.5]).with_columns(
-        pl.Series("start", [0.0, 50.0, 100.0]), pl.Series("end", [100.0, 100.0, 200.0])
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        rec = recommend(jobs, bandwidth=1e9)
-    assert rec["rbfq_reservation"].to_list() == pytest.approx([3e8, 3e8, 7.5e8])
-    # b now overlaps c: the peak is 0.3 + 0.75 = 1.05 of B, so everything scales by 1 / 1.05
-    overlapping = jobs.with_columns(pl.Series("end", [100.0, 150.0, 200.0]))
-    with pytest.warns(UserWarning, match="concurrent jobs sum to 1.05x"):
-        scaled = recommend(overlapping, bandwidth=1e9)
-    assert scaled["rbfq_reservation"].to_list() == pytest.approx([3e8 / 1.05, 3e8 / 1.05, 7.5e8 / 1.05])
-
-
-def test_peak_concurrency_counts_undated_jobs_all_the_time():
-    from iosets.recommender._enforcement import peak_concurrent
-
-    assert peak_concurrent([1.0, 2.0, 4.0], [0.0, 1.0, np.nan], [1.0, 2.0, 3.0]) == 6.0
-    assert peak_concurrent([1.0, 2.0, 4.0]) == 7.0
