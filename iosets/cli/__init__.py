@@ -2,8 +2,8 @@
 
 Each command parses its arguments, calls its room's public entry and reports the result. Rooms are
 imported inside the commands, so that ``iosets --help`` starts without numpy or polars. An
-:class:`~iosets.errors.IosetsError` from any command becomes ``error: <message>`` and exit code 1
-(:class:`ReportingGroup`).
+:class:`~iosets.errors.IosetsError` from any command becomes ``error: <message>`` and exit code 1, or 2
+when a command had nothing to work on (``analyze`` found or read no trace) (:class:`ReportingGroup`).
 """
 
 from typing import Annotated

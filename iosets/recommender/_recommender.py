@@ -70,7 +70,8 @@ class Recommender(Params):
     reservation_by_app_ : dict
         RBFQ reservation of a new job of each app: ``safety x`` the median ``alpha_io``
         of its past jobs ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``);
-        :meth:`predict_one` caps it at the reservation of the job's set in ``sets_``.
+        :meth:`predict_one` caps it at the reservation of the job's set in ``sets_``, or, for a
+        set the history lacks, at the bandwidth its sets leave free.
     pairs_, apps_ : dict
         The answer of :meth:`predict_one` (without the query's fields) for an
         ``(app, user)`` pair with enough jobs of its own, and for an app with a user it
@@ -141,6 +142,7 @@ class Recommender(Params):
         estimator = WIterEstimator() if self.estimator is None else WIterEstimator(**self.estimator.get_params())
         self.estimator_ = estimator.fit(history)
         self.reservation_scale_, self.reservation_by_app_, self._set_reservation = None, {}, {}
+        self._spare: float | None = None
         if self.bandwidth is not None:
             alpha = io_fractions(history)
             demand = rbfq_demands(alpha, bandwidth=self.bandwidth, safety=self.safety)
@@ -151,6 +153,7 @@ class Recommender(Params):
             reservation = (demand * self.reservation_scale_).tolist()
             self.reservation_by_app_ = dict(zip(by_app["app"].to_list(), reservation, strict=True))
             self._set_reservation = dict(self.sets_.select("set", "rbfq_reservation").iter_rows())
+            self._spare = max(0.0, self.bandwidth - sum(self._set_reservation.values()))
         sets = [*self.sets_["set"].to_list(), self.mapping_.conservative_set]
         with warnings.catch_warnings():  # capped WFQ weights: the history's recommendation warned already
             warnings.simplefilter("ignore", UserWarning)
@@ -196,7 +199,8 @@ class Recommender(Params):
             relative to the lowest of its priority and the history's); the reservation is
             ``safety x`` the app's median past ``alpha_io`` ``x bandwidth``, scaled by
             ``reservation_scale_`` (0 for an app without one) and capped at the
-            reservation of its set in ``sets_`` (one job of a set does I/O at a time).
+            reservation of its set in ``sets_`` (one job of a set does I/O at a time), or
+            at what the history's sets leave of the bandwidth for a set they lack.
         """
         self._check_fitted()
         fields = {"app": app, "user": user, "nprocs": nprocs, "requested_time": requested_time}
@@ -261,7 +265,7 @@ class Recommender(Params):
     def _reservation(self, app: str, set_: int, default: float | None) -> float | None:
         """The RBFQ reservation of a new job (see :meth:`predict_one`); ``default`` for an app without one."""
         reservation = self.reservation_by_app_.get(app, default)
-        cap = self._set_reservation.get(set_)
+        cap = self._set_reservation.get(set_, self._spare)  # a set the history lacks: what its sets leave
         return reservation if reservation is None or cap is None else min(reservation, cap)
 
     def _terms_of(self, sets) -> dict[int, tuple[float, int, float]]:

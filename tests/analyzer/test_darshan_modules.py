@@ -551,3 +551,15 @@ def test_module_totals_match_pydarshan_on_real_logs(jlbez_8a):
             assert t.bytes_written == int(c[f"{pre}_BYTES_WRITTEN"].clip(lower=0).sum())
         times = [f"{pre}_F_{k}_TIME" for k in ("READ", "WRITE", "META") if f"{pre}_F_{k}_TIME" in f]
         assert t.io_time == pytest.approx(float(f[times].clip(lower=0).to_numpy().sum()))
+
+
+def test_a_record_of_a_rank_the_job_does_not_have_is_corrupt(tmp_path):
+    records = {
+        "POSIX": [
+            counter_record("POSIX", 101, 1, {"POSIX_WRITES": 1}),
+            counter_record("POSIX", 102, 999, {"POSIX_WRITES": 1}),
+        ]
+    }
+    path = _log(tmp_path, records)
+    with pytest.raises(InputError, match=r"job\.darshan: corrupt POSIX record 1: rank 999 in a job of 4 processes$"):
+        read_darshan(path)

@@ -174,3 +174,14 @@ def test_a_new_job_reserves_at_most_its_set():
     got = fitted.predict_one(app="m", user="u")
     assert (got["set"], got["conservative"]) == (0, False)
     assert got["rbfq_reservation"] == pytest.approx(0.1 * GB, rel=1e-15)
+
+
+def test_a_new_job_in_a_set_the_history_lacks_reserves_what_the_sets_leave():
+    # app m alternates w_iter 2 s and 150 s at alpha 0.45: sets 0 and 2 reserve 0.45 B each, 0.1 B is left; a new
+    # m job is estimated between them (or is conservative): a set the history lacks, so it gets 0.1 B, not 0.45 B
+    history = history_frame([2.0, 150.0] * 3, [0.45] * 6, ["m"] * 6)
+    fitted = Recommender(bandwidth=GB, safety=1.0).fit(history)
+    assert fitted.sets_.select("set", "rbfq_reservation").rows() == [(0, 0.45 * GB), (2, 0.45 * GB)]
+    got = fitted.predict_one(app="m", user="u")
+    assert got["set"] not in (0, 2)
+    assert got["rbfq_reservation"] == pytest.approx(0.1 * GB, rel=1e-9)

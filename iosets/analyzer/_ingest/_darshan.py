@@ -6,6 +6,7 @@ import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -335,8 +336,12 @@ def _record_dtype(log: _Log, mod: str, n_counters: int, n_fcounters: int) -> np.
     )
 
 
-def _read_module_counters(log: _Log, mod: str, nprocs: int) -> ModuleCounters:
-    """One counter module's records, reduced to its totals, per-rank I/O time and I/O window."""
+def _read_module_counters(log: _Log, mod: str) -> Callable[[int], ModuleCounters]:
+    """One counter module's records; reduce them (to totals, per-rank I/O time, I/O window) by calling the result.
+
+    Reducing checks the values: it comes after every module is read, so that darshan-util fails first on a log
+    it cannot read (a crash names its module), and a log it reads with impossible values fails after.
+    """
     cnames, fnames = log.b.counter_names(mod), log.b.fcounter_names(mod)
     dtype = _record_dtype(log, mod, len(cnames), len(fnames))
     idx = log.begin(mod)
@@ -345,7 +350,8 @@ def _read_module_counters(log: _Log, mod: str, nprocs: int) -> ModuleCounters:
     while log.get(idx, mod, buf):
         raw += log.ffi.buffer(buf[0], dtype.itemsize)
         log.release(buf)
-    return reduce_module(mod, np.frombuffer(raw, dtype=dtype), cnames, fnames, nprocs)
+    records = np.frombuffer(raw, dtype=dtype)
+    return lambda nprocs: reduce_module(mod, records, cnames, fnames, nprocs)
 
 
 def _drain(log: _Log, mod: str) -> None:
@@ -447,8 +453,10 @@ def _read_checked(path: Path) -> DarshanJob:
 def _read_all(b, path: Path) -> DarshanJob:
     """Open the log with darshan-util and read everything read_darshan returns.
 
-    Modules are read in header order: counter modules, DXT (the name records first), HEATMAP
-    when the trace is missing or partial; the other modules darshan-util parses are drained.
+    The modules iosets uses are read in header order: counter modules, DXT (the name records
+    first), HEATMAP when the trace is missing or partial; then the other modules darshan-util
+    parses are drained (read through, to detect truncation), so that one it mishandles cannot
+    spoil what was read.
     After a failed read a worker leaves the log open and retires: closing it is what crashes
     darshan-util (it may have freed the handle already).
     """
@@ -463,11 +471,10 @@ def _read_all(b, path: Path) -> DarshanJob:
         reduced, dxt = [], {}
         names: dict | None = None
         heatmap = None
-        for mod in _KNOWN_MODULES:
-            if mod not in log.modules:
-                continue
+        done = set()
+        for mod in (m for m in _KNOWN_MODULES if m in log.modules):
             if mod in COUNTER_MODULES:
-                reduced.append(_read_module_counters(log, mod, meta["nprocs"]))
+                reduced.append(_read_module_counters(log, mod))
             elif mod in _DXT_MODULES:
                 names = _read_names(log) if names is None else names
                 frame = _read_dxt(log, mod, meta["job_id"], names)
@@ -476,8 +483,14 @@ def _read_all(b, path: Path) -> DarshanJob:
             elif mod == "HEATMAP" and (not dxt or _partial(log, dxt)):  # a truncated trace yields to whole-run bins
                 heatmap = _read_heatmap(log)
             else:
-                _drain(log, mod)
-        counters, modules = job_counters(reduced, meta["nprocs"])
+                continue
+            done.add(mod)
+        for mod in (m for m in _KNOWN_MODULES if m in log.modules and m not in done):
+            _drain(log, mod)  # last: a module darshan-util mishandles (LUSTRE, crash 3) cannot spoil the others
+        try:
+            counters, modules = job_counters([reduce(meta["nprocs"]) for reduce in reduced], meta["nprocs"])
+        except InputError as exc:
+            raise InputError(f"{path}: {exc}") from None
         source = "heatmap" if heatmap is not None else "dxt" if dxt else "counters"
         job = DarshanJob(
             meta=meta,

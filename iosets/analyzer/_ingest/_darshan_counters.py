@@ -53,6 +53,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ...errors import InputError
+
 __all__ = [
     "COUNTER_MODULES",
     "OP_COUNTERS",
@@ -183,9 +185,15 @@ def reduce_module(
         io_time=float(times.sum()),
         counted=False,
     )
+    ranks = records["rank"].astype(np.int64)
+    bad = np.flatnonzero((ranks < -1) | (ranks >= max(nprocs, 1)))
+    if bad.size:
+        raise InputError(
+            f"corrupt {module} record {int(bad[0])}: rank {int(ranks[bad[0]])} in a job of {nprocs} processes"
+        )
     return ModuleCounters(
         totals=totals,
-        rank_times=_spread_shared(times, records["rank"].astype(np.int64), slow_rank, slow_time, nprocs),
+        rank_times=_spread_shared(times, ranks, slow_rank, slow_time, nprocs),
         first_io=float(starts.min()) if starts.size else None,
         last_io=float(ends.max()) if ends.size else None,
     )
