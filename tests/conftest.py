@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import polars as pl
 import pytest
 
 from iosets.workload import Workload
@@ -54,3 +55,25 @@ def _seen_crash(text: str) -> str:
 def seen_crash():
     """``seen_crash(message)``: a crash report as the tests expect it, whatever build runs them."""
     return _seen_crash
+
+
+def writer_ops(burst_starts) -> pl.DataFrame:
+    """Ops of job ``app``: at each burst start, 20 writes of 1 MB, 0.05 s each, back to back, 4 ranks in turn."""
+    starts = np.concatenate([t + np.arange(20) * 0.05 for t in burst_starts])
+    return pl.DataFrame(
+        {
+            "job_id": "app",
+            "rank": np.arange(starts.size) % 4,
+            "op": "write",
+            "offset": np.arange(starts.size) * 1_000_000,
+            "size": 1_000_000,
+            "start": starts,
+            "end": starts + 0.05,
+        }
+    )
+
+
+@pytest.fixture
+def writer_ops_of():
+    """Factory of :func:`writer_ops` tables."""
+    return writer_ops

@@ -121,19 +121,8 @@ def test_manifest_and_missing_files(tmp_path, log_dir):
     assert result.jobs.height == 1 and result.errors["path"].to_list() == [str(tmp_path / "absent.darshan")]
 
 
-def test_analyze_ops_finds_a_periodic_writer():
-    starts = np.concatenate([k * 50.0 + np.arange(20) * 0.05 for k in range(40)])  # a 1 s burst every 50 s
-    ops = pl.DataFrame(
-        {
-            "job_id": "app",
-            "rank": np.arange(starts.size) % 4,
-            "op": "write",
-            "offset": np.arange(starts.size) * 1_000_000,
-            "size": 1_000_000,
-            "start": starts,
-            "end": starts + 0.05,
-        }
-    )
+def test_analyze_ops_finds_a_periodic_writer(writer_ops_of):
+    ops = writer_ops_of(np.arange(40) * 50.0)  # a 1 s burst every 50 s
     jobs = analyze_ops(ops)
     row = jobs.row(0, named=True)
     assert row["w_iter"] == pytest.approx(50.0, rel=0.01)

@@ -25,22 +25,11 @@ def _analyze(*args) -> tuple[int, list[str]]:
 
 
 @pytest.fixture
-def rhythm(tmp_path):
+def rhythm(tmp_path, writer_ops_of):
     """An ops table of one writer: 40 bursts every 50 s, each moved by up to +-10 s (a confidence of about 0.84)."""
     rng = np.random.default_rng(0)
-    starts = np.concatenate([t + np.arange(20) * 0.05 for t in np.arange(40) * 50.0 + rng.uniform(-10, 10, 40)])
     path = tmp_path / "ops.csv"
-    pl.DataFrame(
-        {
-            "job_id": "app",
-            "rank": np.arange(starts.size) % 4,
-            "op": "write",
-            "offset": np.arange(starts.size) * 1_000_000,
-            "size": 1_000_000,
-            "start": starts,
-            "end": starts + 0.05,
-        }
-    ).write_csv(path)
+    writer_ops_of(np.arange(40) * 50.0 + rng.uniform(-10, 10, 40)).write_csv(path)
     return path
 
 
