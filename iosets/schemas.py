@@ -29,6 +29,7 @@ from .errors import InputError
 __all__ = [
     "ANALYSIS_ERRORS",
     "JOBS",
+    "MODULE_TOTALS",
     "NOT_PERIODIC_CODES",
     "OPS",
     "RECOMMENDATION",
@@ -540,6 +541,30 @@ SET_SUMMARY = TableSchema(
     ),
 )
 
+MODULE_TOTALS = TableSchema(
+    "module totals",
+    "Each Darshan log's traffic per instrumentation module (written beside the jobs table as "
+    "`<name>.modules.<ext>`): the breakdown of the jobs table's bytes, operations and I/O time.",
+    (
+        Column("job_id", pl.String, "Job (row of the jobs table) the log went into."),
+        Column("path", pl.String, "The log."),
+        Column(
+            "module", pl.String, "Darshan module: POSIX, MPI-IO, STDIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, DFS, DAOS."
+        ),
+        Column("bytes_read", pl.Int64, "Bytes read through the module."),
+        Column("bytes_written", pl.Int64, "Bytes written through the module."),
+        Column("reads", pl.Int64, "Read operations."),
+        Column("writes", pl.Int64, "Write operations."),
+        Column("io_time", pl.Float64, "Read, write and metadata time, summed over ranks (s)."),
+        Column(
+            "counted",
+            pl.Boolean,
+            "True when the module's traffic reaches the job's totals (the stacking rule: README, 'Reading the jobs "
+            "table'); False for a layer above one that counts it already.",
+        ),
+    ),
+)
+
 ANALYSIS_ERRORS = TableSchema(
     "analysis errors",
     "Inputs `iosets analyze` could not read (written beside the jobs table as `<name>.errors.<ext>`).",
@@ -686,6 +711,7 @@ SCHEMAS: dict[str, TableSchema] = {
         RECOMMENDED_JOBS,
         SET_SUMMARY,
         ANALYSIS_ERRORS,
+        MODULE_TOTALS,
         WORKLOAD_JOBS,
         WORKLOAD_PHASES,
         TIMELINE,

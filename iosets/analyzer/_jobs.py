@@ -12,6 +12,7 @@ is one), so that job ids stay unique.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from dataclasses import asdict
 
 from ._rhythm import job_rhythm
 from ._worker import PART, LogPart
@@ -85,33 +86,42 @@ def _merged(logs: list[dict], min_confidence: float) -> dict:
     }
 
 
-def merge_logs(rows: list[dict], *, min_confidence: float = 0.5, per_log: bool = False) -> list[dict]:
-    """Jobs-table rows with the logs of one job merged (see the module doc); other traces' rows pass as they are.
+def merge_logs(
+    rows: list[dict], *, min_confidence: float = 0.5, per_log: bool = False
+) -> tuple[list[dict], list[dict]]:
+    """Jobs-table rows with the logs of one job merged (see the module doc), and the module totals of every log.
 
-    Darshan rows are recognised by their ``PART`` entry, which every returned row has lost; with
-    ``per_log`` they are only stripped of it (one row per log).
+    Darshan rows are recognised by their ``PART`` entry, which every returned row has lost (with
+    ``per_log`` that is all that changes: one row per log); other traces' rows pass as they are. The
+    second list has a :data:`iosets.schemas.MODULE_TOTALS` row per log and module, with the job id
+    of the row the log went into.
     """
-    if per_log:
-        return [{name: value for name, value in row.items() if name != PART} for row in rows]
     groups: defaultdict[tuple, list[dict]] = defaultdict(list)
-    out = []
+    out: list[dict] = []
+    modules: list[dict] = []
     for row in rows:
-        if PART in row:
+        if PART in row and not per_log:
             groups[(row["job_id"], row["user"], row["step"])].append(row)
         else:
-            out.append(row)
-    runs = {key: _runs(logs) for key, logs in groups.items()}
+            out.append(_stripped(row, row["job_id"], [row], modules))
     keys_per_id = Counter(job_id for job_id, _, _ in groups)
-    for (job_id, _, step), job_runs in runs.items():
+    for (job_id, _, step), job_runs in ((key, _runs(logs)) for key, logs in groups.items()):
         split = len(job_runs) > 1 or keys_per_id[job_id] > 1
         for k, run in enumerate(job_runs):
             logs, copies = _distinct(run)
-            row = logs[0] if len(logs) == 1 else _merged(logs, min_confidence)
-            row = {name: value for name, value in row.items() if name != PART}
+            row = dict(logs[0] if len(logs) == 1 else _merged(logs, min_confidence))
             if copies:
                 row["explanation"] += f"; {copies} cop{'ies' if copies > 1 else 'y'} of a log ignored"
             if split:
-                run_step = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
-                row["job_id"], row["step"] = f"{job_id}.{run_step}", run_step
-            out.append(row)
-    return out
+                row["step"] = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
+                row["job_id"] = f"{job_id}.{row['step']}"
+            out.append(_stripped(row, row["job_id"], logs, modules))
+    return out, modules
+
+
+def _stripped(row: dict, job_id: str, logs: list[dict], modules: list[dict]) -> dict:
+    """``row`` without its ``PART``; the module totals of its ``logs`` appended to ``modules`` under ``job_id``."""
+    for log in logs:
+        if PART in log:
+            modules.extend({"job_id": job_id, "path": log["path"], **asdict(m)} for m in log[PART].modules)
+    return {name: value for name, value in row.items() if name != PART}

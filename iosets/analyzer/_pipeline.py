@@ -16,7 +16,7 @@ import polars as pl
 
 from .._validation import check_count, check_fraction, check_positive
 from ..errors import InputError
-from ..schemas import ANALYSIS_ERRORS, JOBS
+from ..schemas import ANALYSIS_ERRORS, JOBS, MODULE_TOTALS
 from ._jobs import merge_logs
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._worker import Outcome, analyze_chunk, analyze_outcome, pooled_outcomes
@@ -27,10 +27,12 @@ _MIN_PARALLEL = 48  # smaller batches run in this process (Darshan logs in its o
 
 @dataclass(frozen=True)
 class Analysis:
-    """Result of :func:`analyze`: one row per job, and the inputs that failed."""
+    """Result of :func:`analyze`: one row per job, the inputs that failed, and each log's traffic per module."""
 
     jobs: pl.DataFrame
     errors: pl.DataFrame
+    modules: pl.DataFrame
+    """:data:`iosets.schemas.MODULE_TOTALS`: the breakdown of the jobs' bytes, operations and I/O time."""
 
 
 def _listed(manifest: Path) -> list[Path]:
@@ -79,22 +81,25 @@ def _screened(rows: list[dict]) -> tuple[list[dict], list[dict]]:
 
 
 def _frames(outcomes: Iterable[Outcome], min_confidence: float, per_log: bool) -> Analysis:
-    """The jobs and errors tables of the traces' outcomes (the logs of one job merged unless ``per_log``), by path."""
+    """The jobs, errors and module tables of the outcomes (the logs of one job merged unless ``per_log``), by path."""
     rows: list[dict] = []
     errors: list[dict] = []
     for log_rows, error in outcomes:
         rows.extend(log_rows)
         if error is not None:
             errors.append(error)
-    rows = merge_logs(rows, min_confidence=min_confidence, per_log=per_log)
+    rows, modules = merge_logs(rows, min_confidence=min_confidence, per_log=per_log)
     try:
         JOBS.validate(pl.DataFrame(rows, schema=JOBS.polars))
     except InputError:  # rare: find the bad rows one by one
         rows, broken = _screened(rows)
         errors += broken
+        kept = {row["job_id"] for row in rows}
+        modules = [m for m in modules if m["job_id"] in kept]
     return Analysis(
         jobs=pl.DataFrame(rows, schema=JOBS.polars).sort("path", maintain_order=True),
         errors=pl.DataFrame(errors, schema=ANALYSIS_ERRORS.polars).sort("path", maintain_order=True),
+        modules=pl.DataFrame(modules, schema=MODULE_TOTALS.polars).sort("job_id", "path", maintain_order=True),
     )
 
 
@@ -170,9 +175,11 @@ def analyze(
     Returns
     -------
     Analysis
-        ``jobs`` (:data:`iosets.schemas.JOBS`: one row per Darshan log, one per job of other
-        traces, with ``path``) and ``errors`` (:data:`iosets.schemas.ANALYSIS_ERRORS`), both
-        sorted by path. A log that crashed darshan-util has an error row such as
+        ``jobs`` (:data:`iosets.schemas.JOBS`: one row per job, its Darshan logs merged, one
+        per job of other traces, with ``path``) and ``errors``
+        (:data:`iosets.schemas.ANALYSIS_ERRORS`), both sorted by path, and ``modules``
+        (:data:`iosets.schemas.MODULE_TOTALS`: each log's traffic per module, by job). A log
+        that crashed darshan-util has an error row such as
         ``x.darshan: darshan-util crashed: signal 11 (SIGSEGV) while reading DXT_POSIX``.
     """
     if workers is not None:

@@ -15,7 +15,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..schemas import JOBS
-from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
+from ._ingest import DarshanJob, ModuleTotals, ingest, read_darshan, sniff_format
 from ._periodicity import Periodicity, periodicity
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._rhythm import Timeline, job_rhythm, log_timeline
@@ -38,6 +38,8 @@ class LogPart:
     timeline: Timeline | None
     busy: float
     """The slowest process's I/O time (s, counters)."""
+    modules: tuple[ModuleTotals, ...]
+    """Each module's traffic (the breakdown behind the row's totals)."""
 
 
 def _rhythm_of(result: Periodicity) -> dict:
@@ -91,7 +93,7 @@ def _log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
         "n_logs": 1,
         "step": meta.get("step"),
         "path": path,
-        PART: LogPart(timeline, busy),
+        PART: LogPart(timeline, busy, job.modules),
     }
 
 

@@ -51,7 +51,8 @@ def analyze(
 ) -> None:
     """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table.
 
-    Failed logs are listed in <output>.errors.<ext> (removed when none fails); exit code 2 when no job is analysed.
+    Failed logs are listed in <output>.errors.<ext> (removed when none fails), each log's traffic per Darshan
+    module in <output>.modules.<ext>; exit code 2 when no job is analysed.
     """
     logs, lists = paths or [], manifests or []
     if ops is None and not (logs or lists):
@@ -72,6 +73,7 @@ def analyze(
     from ..analyzer import analyze as analyze_logs
 
     errors_path = check_output(output.with_name(f"{output.stem}.errors{output.suffix}"), what="errors table")
+    modules_path = check_output(output.with_name(f"{output.stem}.modules{output.suffix}"), what="module table")
     result = analyze_logs(
         logs,
         manifests=lists,
@@ -90,10 +92,11 @@ def analyze(
         merged = f" from {n_logs} logs" if n_logs != result.jobs.height else ""
         echo(f"wrote {output}: {result.jobs.height} jobs{merged}")
         echo(rhythm_summary(result.jobs))
-    if result.errors.is_empty():
-        _remove_stale(errors_path)
-    else:
-        write_frame(result.errors, errors_path)
+    for table, path in ((result.errors, errors_path), (result.modules, modules_path)):
+        if table.is_empty():
+            _remove_stale(path)
+        else:
+            write_frame(table, path)
     _report(result.jobs, result.errors, errors_path, inputs=[*logs, *lists])
 
 

@@ -219,8 +219,13 @@ def _process_log(path, *, start, jobid=7, uid=4242):
 def test_logs_of_one_job_id_merge_into_one_row(tmp_path):
     _process_log(tmp_path / "p0.darshan", start=0.0)
     _process_log(tmp_path / "p1.darshan", start=2.0)
-    jobs = analyze([tmp_path]).jobs
+    result = analyze([tmp_path])
+    jobs = result.jobs
     assert jobs.height == 1
+    assert (
+        result.modules.select("job_id", "module", "bytes_read", "reads", "counted").rows()
+        == [("7", "POSIX", 96 * MIB, 12, True)] * 2
+    )  # each log's breakdown, under the job it went into
     row = jobs.row(0, named=True)
     assert (row["job_id"], row["n_logs"], row["nprocs"]) == ("7", 2, 2)
     assert row["bytes_read"] == 2 * 96 * MIB and row["reads"] == 24
@@ -234,8 +239,13 @@ def test_one_job_id_with_runs_apart_gets_one_row_per_run(tmp_path):
     _process_log(tmp_path / "a.darshan", start=0.0)
     _process_log(tmp_path / "b.darshan", start=5.0)
     _process_log(tmp_path / "c.darshan", start=500.0)
-    jobs = analyze([tmp_path]).jobs.sort("start")
-    assert jobs.select("job_id", "step", "n_logs").rows() == [("7.0", "0", 2), ("7.1", "1", 1)]
+    result = analyze([tmp_path])
+    assert result.jobs.sort("start").select("job_id", "step", "n_logs").rows() == [("7.0", "0", 2), ("7.1", "1", 1)]
+    assert result.modules.select("job_id", "path").rows() == [
+        ("7.0", str(tmp_path / "a.darshan")),
+        ("7.0", str(tmp_path / "b.darshan")),
+        ("7.1", str(tmp_path / "c.darshan")),
+    ]
 
 
 def test_export_works_when_logs_repeat_a_job_id(tmp_path):

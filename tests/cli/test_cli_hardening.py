@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -182,8 +181,9 @@ def test_a_block_trace_name_with_brackets_is_read_as_it_is(tmp_path):
 
 def test_a_darshan_util_reason_is_printed_whole(tmp_path, monkeypatch, stream):
     import iosets.analyzer
+    from iosets.analyzer import Analysis
     from iosets.errors import InputError
-    from iosets.schemas import JOBS
+    from iosets.schemas import JOBS, MODULE_TOTALS
 
     def unreadable(path, **options):
         raise InputError(DARSHAN_REASON)
@@ -192,7 +192,7 @@ def test_a_darshan_util_reason_is_printed_whole(tmp_path, monkeypatch, stream):
     _fails(["ingest", "x[bold]y.darshan", "-o", str(tmp_path / "ops.parquet")], DARSHAN_REASON)
     errors = pl.DataFrame({"path": ["x[bold]y.darshan"], "reason": [DARSHAN_REASON]})
     monkeypatch.setattr(
-        iosets.analyzer, "analyze", lambda paths, **options: SimpleNamespace(jobs=JOBS.empty(), errors=errors)
+        iosets.analyzer, "analyze", lambda paths, **options: Analysis(JOBS.empty(), errors, MODULE_TOTALS.empty())
     )
     result = runner.invoke(app, ["analyze", "x[bold]y.darshan", "-o", str(tmp_path / "jobs.csv")])
     assert result.exit_code == 2, result.output  # no job analysed
