@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from . import analyzer, demo, recommender, replay
+from . import analyzer, demo, recommender, replay, serve
 from ._errors import ReportingGroup
 
 __all__ = ["app"]
@@ -32,6 +32,8 @@ app.command("replay-requests", rich_help_panel="Replay")(replay.replay_requests)
 app.command("experiment", rich_help_panel="Replay")(replay.experiment)
 app.command("generate", rich_help_panel="Replay")(replay.generate)
 app.command("demo", rich_help_panel="Try it")(demo.demo)
+app.command("serve", rich_help_panel="Service")(serve.serve)
+app.add_typer(serve.token_app, name="token", rich_help_panel="Service")
 
 
 def _print_version(value: bool) -> None:

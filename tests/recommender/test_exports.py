@@ -330,7 +330,7 @@ def test_lua_table_loads_with_dofile_semantics(recommended, tmp_path):
 def job_submit(recommended, tmp_path):
     """slurm_job_submit from the example job_submit.lua, reading the exported iosets.lua."""
     (path,) = export(recommended, "lua", tmp_path)
-    hook = (files("iosets.recommender") / "data" / "job_submit.lua").read_text()
+    hook = (files("iosets.api") / "hooks" / "slurm" / "job_submit.lua").read_text()
     assert '"/etc/slurm/iosets.lua"' in hook
     lua = LuaRuntime()
     lua.execute("slurm = {SUCCESS = 0, log_error = function(...) error(string.format(...)) end}")
@@ -351,13 +351,13 @@ def lua_literal(text):
 @pytest.mark.parametrize(
     "uid, name, expected",
     [
-        (1002.0, "lammps", "iosets_set=1 iosets_priority=0.1"),  # the user's own entry first
-        (1001.0, "lammps", "iosets_set=1 iosets_priority=0.1"),
-        (4242.0, "lammps", "iosets_set=1 iosets_priority=0.1"),  # then the app's
-        (1003.0, ODD_APP, "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),
-        (1001.0, "io500", "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),  # unsure: conservative
-        (4242.0, "unknown", "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),  # default
-        (4242.0, None, "iosets_set=4 iosets_priority=0.0001 iosets_conservative"),
+        (1002.0, "lammps", "iosets set=1 priority=0.1 source=lua:user"),  # the user's own entry first
+        (1001.0, "lammps", "iosets set=1 priority=0.1 source=lua:user"),
+        (4242.0, "lammps", "iosets set=1 priority=0.1 source=lua:app"),  # then the app's
+        (1003.0, ODD_APP, "iosets set=4 priority=0.0001 source=lua:user conservative"),
+        (1001.0, "io500", "iosets set=4 priority=0.0001 source=lua:user conservative"),  # unsure: conservative
+        (4242.0, "unknown", "iosets set=4 priority=0.0001 source=lua:default conservative"),  # default
+        (4242.0, None, "iosets set=4 priority=0.0001 source=lua:default conservative"),
     ],
 )
 def test_job_submit_hook_tags_jobs(job_submit, uid, name, expected):
@@ -365,7 +365,7 @@ def test_job_submit_hook_tags_jobs(job_submit, uid, name, expected):
 
 
 def test_job_submit_hook_keeps_an_admin_comment(job_submit):
-    assert job_submit(1003.0, "io500", "keep") == "keep iosets_set=4 iosets_priority=0.0001 iosets_conservative"
+    assert job_submit(1003.0, "io500", "keep") == "keep iosets set=4 priority=0.0001 source=lua:user conservative"
 
 
 # ---- dispatcher errors -----------------------------------------------------------------------------------------------
@@ -437,7 +437,7 @@ def test_document_entries_are_predict_one(site):
 def test_job_submit_hook_gives_predict_ones_answer(site, tmp_path):
     recommender, recommended = site
     (path,) = export(recommended, "lua", tmp_path, recommender=recommender)
-    hook = (files("iosets.recommender") / "data" / "job_submit.lua").read_text()
+    hook = (files("iosets.api") / "hooks" / "slurm" / "job_submit.lua").read_text()
     lua = LuaRuntime()
     lua.execute("slurm = {SUCCESS = 0, log_error = function(...) error(string.format(...)) end}")
     lua.execute(hook.replace('"/etc/slurm/iosets.lua"', lua_literal(str(path))))
@@ -448,7 +448,7 @@ def test_job_submit_hook_gives_predict_ones_answer(site, tmp_path):
             lua.globals().slurm_job_submit(job_desc, None, float(user))
             answer = recommender.predict_one(app=app, user=user)
             if answer["estimate_source"] != "model":  # the model needs what the hook does not send (nprocs...)
-                assert job_desc["admin_comment"].startswith(f"iosets_set={answer['set']} "), (user, app)
+                assert job_desc["admin_comment"].startswith(f"iosets set={answer['set']} "), (user, app)
 
 
 def test_the_default_recommender_is_fitted_on_the_recommendation(site, recommended, tmp_path):

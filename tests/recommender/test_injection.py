@@ -277,14 +277,14 @@ def test_job_submit_hook_looks_hostile_apps_up(hostile_rec, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     (path,) = export(hostile_rec, "lua", tmp_path)
     apps = recommendation_document(hostile_rec, generated="now")["apps"]
-    hook = (files("iosets.recommender") / "data" / "job_submit.lua").read_text()
+    hook = (files("iosets.api") / "hooks" / "slurm" / "job_submit.lua").read_text()
     lua = LuaRuntime()
     lua.execute("slurm = {SUCCESS = 0, log_error = function(...) error(string.format(...)) end}")
     lua.execute(hook.replace('"/etc/slurm/iosets.lua"', json.dumps(str(path))))
     for app in HOSTILE:
         job_desc = lua.table_from({"user_id": 4242, "name": app})
         assert lua.globals().slurm_job_submit(job_desc, None, 4242) == 0
-        assert job_desc["admin_comment"].startswith(f"iosets_set={apps[app]['set']} "), app
+        assert job_desc["admin_comment"].startswith(f"iosets set={apps[app]['set']} "), app
     assert pwned(tmp_path) == []
 
 
@@ -305,7 +305,7 @@ def test_slurm_documents_refuse_unknown_mapping_names(hostile_rec, tmp_path, fmt
 def test_job_submit_hook_survives_a_file_that_is_not_a_document(tmp_path, text, error):
     path = tmp_path / "iosets.lua"
     path.write_text(text)
-    hook = (files("iosets.recommender") / "data" / "job_submit.lua").read_text()
+    hook = (files("iosets.api") / "hooks" / "slurm" / "job_submit.lua").read_text()
     lua = LuaRuntime()
     lua.execute(
         "logged = {}; slurm = {SUCCESS = 0, log_error = function(...) logged[#logged + 1] = string.format(...) end}"

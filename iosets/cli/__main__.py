@@ -1,0 +1,5 @@
+"""``python -m iosets.cli``: the ``iosets`` command."""
+
+from . import app
+
+app(prog_name="iosets")

@@ -1,0 +1,128 @@
+"""Helpers shared by the hook tests: learned jobs, a fake ``scontrol``, a stub HTTP service, hook file paths."""
+
+import json
+import socket
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.resources import files
+from pathlib import Path
+
+HOOKS = Path(str(files("iosets.api") / "hooks"))
+CLIENT = Path(str(files("iosets.api") / "client.py"))
+SLURM_HOOKS = HOOKS / "slurm"
+
+
+def learned_jobs(app: str, user: str, n: int = 20, *, first: int = 0) -> list[dict]:
+    """``n`` finished jobs of ``app``, w_iter about 40 s (confidence 0.9, alpha_io 0.1): SET-10's set 2."""
+    return [
+        {
+            "job_id": f"{app}-{first + k}",
+            "user": user,
+            "app": app,
+            "nprocs": 64,
+            "start": 1_700_000_000.0 + 3600 * k,
+            "end": 1_700_000_000.0 + 3600 * k + 1800,
+            "runtime": 1800.0,
+            "w_iter": 38.0 + (k % 5),
+            "w_iter_confidence": 0.9,
+            "alpha_io": 0.1,
+        }
+        for k in range(n)
+    ]
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+SHOW_JOB = """JobId={job_id} JobName={name}
+   UserId={user_name}({uid}) GroupId={user_name}({uid}) MCS_label=N/A
+   JobState=RUNNING Reason=None Dependency=(null)
+   RunTime=00:00:01 TimeLimit={time_limit} TimeMin=N/A
+   SubmitTime=2026-11-23T16:29:41 EligibleTime=2026-11-23T16:29:41
+   StartTime={start} EndTime={end} Deadline=N/A
+   Partition=debug AllocNode:Sid=localhost:28232
+   NumNodes=2 NumCPUs=8 NumTasks={tasks} CPUs/Task=1 ReqB:S:C:T=0:0:*:*
+   Command=/home/my jobs/run.sh
+   WorkDir=/home/my jobs
+   AdminComment={admin_comment} 
+   StdOut=/home/my jobs/slurm-{job_id}.out
+"""
+
+FAKE_SCONTROL = """#!{python}
+import json, os, sys
+with open(os.environ["FAKE_SCONTROL_LOG"], "a") as log:
+    log.write(json.dumps(sys.argv[1:]) + "\\n")
+if sys.argv[1:3] == ["show", "job"]:
+    sys.stdout.write(open(os.environ["FAKE_SCONTROL_SHOW"]).read())
+"""
+
+
+def fake_scontrol(folder: Path, **job) -> dict[str, str]:
+    """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job``. Returns the env for hooks."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "scontrol"
+    script.write_text(FAKE_SCONTROL.format(python=sys.executable))
+    script.chmod(0o755)
+    fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
+    fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
+    (folder / "show.txt").write_text(SHOW_JOB.format(**fields))
+    return {
+        "PATH": f"{folder}:/usr/bin:/bin:{Path(sys.executable).parent}",  # the hooks' python3: the system's, else ours
+        "FAKE_SCONTROL_LOG": str(folder / "calls.jsonl"),
+        "FAKE_SCONTROL_SHOW": str(folder / "show.txt"),
+    }
+
+
+def scontrol_calls(env: dict[str, str]) -> list[list[str]]:
+    path = Path(env["FAKE_SCONTROL_LOG"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+class StubService:
+    """A stub iosets service on loopback: records each request, answers ``(status, body)`` from ``reply``."""
+
+    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), delay: float = 0.0):
+        self.requests: list[dict] = []
+        self.reply = reply
+        self.delay = delay
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def answer(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                stub.requests.append(
+                    {
+                        "method": self.command,
+                        "path": self.path,
+                        "headers": dict(self.headers),
+                        "body": self.rfile.read(length),
+                    }
+                )
+                if stub.delay:
+                    threading.Event().wait(stub.delay)
+                status, body = stub.reply
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,458 @@
+"""The shipped scheduler hooks: Slurm prolog/epilog (subprocesses, fake scontrol), job_submit.lua, Flux, PBS."""
+
+import calendar
+import importlib.util
+import json
+import runpy
+import shutil
+import subprocess
+import sys
+import time
+import types
+from pathlib import Path
+
+import pytest
+from lupa import lua51, lua54
+
+import iosets.api
+from iosets.api import client
+
+from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, StubService, closed_port, fake_scontrol, learned_jobs, scontrol_calls
+
+DARSHAN_LOG = Path(__file__).parents[1] / "data" / "darshan" / "jlbez_IO_test5.darshan"
+LUA_COMMENT = "keep iosets set=4 priority=0.0001 source=lua:default conservative"
+
+
+def load_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+slurmctld = load_module(SLURM_HOOKS / "iosets_slurmctld.py", "iosets_slurmctld_under_test")
+
+
+def run_hook(name: str, env: dict, folder: Path = SLURM_HOOKS) -> subprocess.CompletedProcess:
+    return subprocess.run([str(folder / name)], env=env, capture_output=True, text=True, timeout=60)
+
+
+def job_env(fake: dict, url: str, token: str | None = None, **slurm) -> dict:
+    """A slurmctld-like environment: the job's SLURM_* variables, the fake scontrol first on PATH, the service."""
+    env = {**fake, "IOSETS_URL": url, "TZ": "UTC", "SLURM_JOB_ID": "77", "SLURM_JOB_UID": "1001"}
+    env |= {"SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
+    return env | ({"IOSETS_TOKEN": token} if token else {})
+
+
+@pytest.fixture
+def learned(serve):
+    """A live service that has seen 20 jobs of app A (user 1001, w_iter about 40 s)."""
+    server = serve()
+    for row in learned_jobs("A", "1001"):
+        assert server.post_job(row).status_code == 201
+    return server
+
+
+# ---- Slurm prolog ----------------------------------------------------------------------------------------------------
+
+
+def test_prolog_stamps_the_services_answer(learned, tmp_path):
+    fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
+    done = run_hook("prolog_slurmctld", job_env(fake, learned.url, learned.token))
+    assert (done.returncode, done.stderr) == (0, "")
+    expected = "keep iosets set=2 priority=0.01 source=history"  # SET-10: round(log10 40) = 2, priority 10^-2
+    assert scontrol_calls(fake) == [["show", "job", "77"], ["update", "JobId=77", f"AdminComment={expected}"]]
+    served = learned.get("/v1/recommendation", app="A", user="1001", nprocs=16, requested_time=93600.0).json()
+    assert expected.endswith(client.tag(served))
+
+
+def test_prolog_asks_with_the_jobs_fields(tmp_path):
+    stub = StubService()
+    try:
+        fake = fake_scontrol(tmp_path / "bin", tasks="16", time_limit="1-02:00:00")
+        done = run_hook("prolog_slurmctld", job_env(fake, stub.url, "iosets_r", SLURM_JOB_NAME="my app"))
+    finally:
+        stub.close()
+    assert done.returncode == 0
+    (request,) = stub.requests
+    # 1-02:00:00 = 26 h = 93600 s; NumTasks=16
+    assert request["path"] == "/v1/recommendation?app=my+app&user=1001&nprocs=16&requested_time=93600.0&job_id=77"
+    assert request["headers"]["Authorization"] == "Bearer iosets_r"
+    assert scontrol_calls(fake)[1] == ["update", "JobId=77", "AdminComment=iosets set=3 priority=0.001 source=model"]
+
+
+def test_prolog_with_the_service_down_stamps_the_default_within_the_timeout(tmp_path):
+    fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
+    began = time.monotonic()
+    done = run_hook("prolog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}"))
+    elapsed = time.monotonic() - began
+    assert done.returncode == 0 and elapsed < 1.2
+    assert done.stderr.startswith("iosets: job 77: default answer: http://127.0.0.1:")
+    comment = "keep iosets set=99 priority=1e-99 source=unavailable conservative"
+    assert scontrol_calls(fake)[1] == ["update", "JobId=77", f"AdminComment={comment}"]
+
+
+def test_copied_hooks_read_iosets_conf(tmp_path):
+    """The site's layout: scripts, helper and client.py in one folder, settings in iosets.conf, a bare environment."""
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py"):
+        shutil.copy2(SLURM_HOOKS / name, folder / name)
+    shutil.copy2(CLIENT, folder / "client.py")
+    (folder / "token").write_text("iosets_fromconf\n")
+    fake = fake_scontrol(tmp_path / "bin")
+    stub = StubService()
+    conf = [f"# iosets hooks\nIOSETS_URL={stub.url}", f"IOSETS_TOKEN_FILE={folder / 'token'}", f"PATH={fake['PATH']}"]
+    (folder / "iosets.conf").write_text("\n".join([*conf, "not a setting", ""]))
+    env = {"SLURM_JOB_ID": "5", "SLURM_JOB_UID": "1002", "SLURM_JOB_NAME": "wrf"}
+    env |= {k: fake[k] for k in ("FAKE_SCONTROL_LOG", "FAKE_SCONTROL_SHOW")}
+    try:
+        done = run_hook("prolog_slurmctld", env, folder)
+    finally:
+        stub.close()
+    assert (done.returncode, done.stderr) == (0, "")
+    (request,) = stub.requests
+    assert request["path"].startswith("/v1/recommendation?app=wrf&user=1002&nprocs=16&")
+    assert request["headers"]["Authorization"] == "Bearer iosets_fromconf"
+    assert not (folder / "__pycache__").exists()
+
+
+def test_a_hook_that_crashes_still_exits_0(tmp_path):
+    done = run_hook("prolog_slurmctld", {"PATH": "/usr/bin:/bin"})  # no SLURM_JOB_ID at all
+    assert done.returncode == 0 and done.stderr == "iosets: prolog failed: KeyError: 'SLURM_JOB_ID'\n"
+
+
+@pytest.mark.parametrize(
+    "comment, expected",
+    [
+        ("", "NEW"),
+        (LUA_COMMENT, "keep NEW"),
+        ("a iosets set=1 priority=0.1 source=lua:app b iosets set=99 priority=1e-99 source=unavailable", "a b NEW"),
+    ],
+)
+def test_retag_replaces_earlier_tags(comment, expected):
+    assert slurmctld.retag(comment, "NEW") == expected
+
+
+def test_scontrol_fields():
+    fields = slurmctld.parse_job(SHOW_SAMPLE)
+    assert fields["Command"] == "/home/my jobs/run.sh" and fields["AdminComment"] == "x iosets set=1 priority=0.1"
+    assert (fields["NumTasks"], fields["JobName"], fields["UserId"]) == ("4", "A", "alice(1001)")
+    assert [slurmctld.seconds(t) for t in ("1-02:00:00", "02:00:00", "30:00", "UNLIMITED", None)] == [
+        93600.0,
+        7200.0,
+        1800.0,
+        None,
+        None,
+    ]
+
+
+SHOW_SAMPLE = """JobId=3 JobName=A
+   UserId=alice(1001) GroupId=alice(1001) MCS_label=N/A
+   NumNodes=1 NumCPUs=4 NumTasks=4 CPUs/Task=1 ReqB:S:C:T=0:0:*:*
+   Command=/home/my jobs/run.sh
+   AdminComment=x iosets set=1 priority=0.1 
+"""
+
+
+# ---- Slurm epilog ----------------------------------------------------------------------------------------------------
+
+
+def test_epilog_posts_the_finished_job(learned, tmp_path):
+    fake = fake_scontrol(tmp_path / "bin", start="2026-11-23T16:29:42", end="2026-11-23T16:31:12")
+    done = run_hook("epilog_slurmctld", job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88"))
+    assert (done.returncode, done.stderr) == (0, "")
+    row = learned.get("/v1/jobs/88").json()
+    start = calendar.timegm((2026, 11, 23, 16, 29, 42))  # TZ=UTC in the hook's environment
+    expected = {"job_id": "88", "user": "1001", "app": "A", "nprocs": 16, "start": start, "end": start + 90.0}
+    assert {key: row[key] for key in expected} == expected and row["runtime"] == 90.0
+    again = run_hook("epilog_slurmctld", job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88"))
+    assert again.returncode == 0 and len(learned.get("/v1/jobs", app="A").json()["jobs"]) == 21
+
+
+def test_epilog_posts_the_darshan_log_of_the_pattern(learned, tmp_path):
+    logs = tmp_path / "logs" / "alice"
+    logs.mkdir(parents=True)
+    name = "alice_ior_id88-4711_11-23-1234.darshan"
+    shutil.copy(DARSHAN_LOG, logs / name)
+    shutil.copy(DARSHAN_LOG, logs / "alice_ior_id880-1_11-23-1.darshan")  # job 880, not 88
+    fake = fake_scontrol(tmp_path / "bin")
+    env = job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="120")
+    env["IOSETS_DARSHAN_PATTERN"] = str(tmp_path / "logs" / "%u" / "*_id%j-*.darshan")
+    done = run_hook("epilog_slurmctld", env)
+    assert (done.returncode, done.stderr) == (0, "")
+    row = learned.get("/v1/jobs/88").json()
+    assert (row["job_id"], row["path"]) == ("88", name) and row["source"] is not None
+    assert scontrol_calls(fake) == []  # the log says it all
+
+
+def test_epilog_falls_back_to_the_row_when_the_log_is_refused(learned, tmp_path):
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "88.darshan").write_bytes(DARSHAN_LOG.read_bytes()[:1000])
+    fake = fake_scontrol(tmp_path / "bin", start="2026-11-23T16:29:42", end="2026-11-23T16:29:52")
+    env = job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="120")
+    env["IOSETS_DARSHAN_PATTERN"] = str(tmp_path / "logs" / "%j.darshan")
+    done = run_hook("epilog_slurmctld", env)
+    assert done.returncode == 0 and done.stderr.startswith(f"iosets: job 88: log {tmp_path}/logs/88.darshan refused: ")
+    row = learned.get("/v1/jobs/88").json()
+    assert (row["app"], row["runtime"], row["path"]) == ("A", 10.0, None)
+
+
+def test_epilog_with_the_service_down_exits_0(tmp_path):
+    fake = fake_scontrol(tmp_path / "bin", end="2026-11-23T16:31:12")
+    done = run_hook("epilog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}", SLURM_JOB_ID="88"))
+    assert done.returncode == 0 and done.stderr.startswith("iosets: job 88: not posted: http://127.0.0.1:")
+
+
+def test_darshan_pattern_expansion(tmp_path):
+    for name in ("bob_x_id7-1.darshan", "bob_x_id7-2.darshan", "bob_x_id77-1.darshan", "100_[7].darshan"):
+        (tmp_path / name).touch()
+    env = {"SLURM_JOB_USER": "bob", "SLURM_JOB_UID": "100", "SLURM_JOB_ID": "7"}
+    assert slurmctld.darshan_logs(f"{tmp_path}/%u_*_id%j-*.darshan", env) == [
+        f"{tmp_path}/bob_x_id7-1.darshan",
+        f"{tmp_path}/bob_x_id7-2.darshan",
+    ]
+    assert slurmctld.darshan_logs(f"{tmp_path}/%U_[%j].darshan", env) == []  # [ ] of the pattern stay a class
+    assert slurmctld.darshan_logs(f"{tmp_path}/%U_?%j?.darshan", env) == [f"{tmp_path}/100_[7].darshan"]
+
+
+# ---- job_submit.lua reading the file the service writes --------------------------------------------------------------
+
+
+def lua_hook(runtime_module, check: int = 2):
+    """The shipped job_submit.lua (reading $IOSETS_LUA) in a fresh Lua with a fake ``slurm``; (runtime, submit)."""
+    lua = runtime_module.LuaRuntime()
+    lua.execute(
+        "logged = {}; slurm = {SUCCESS = 0, log_error = function(...) logged[#logged + 1] = string.format(...) end}"
+    )
+    source = (SLURM_HOOKS / "job_submit.lua").read_text().replace("IOSETS_CHECK = 2", f"IOSETS_CHECK = {check}")
+    lua.execute(source)
+
+    def submit(uid, name, admin_comment=None):
+        job_desc = lua.table_from({"user_id": uid, "name": name, "admin_comment": admin_comment})
+        assert lua.globals().slurm_job_submit(job_desc, None, uid) == 0
+        return job_desc["admin_comment"]
+
+    return lua, submit
+
+
+def wait_for(predicate, seconds: float = 20.0):
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
+def test_job_submit_lua_gives_the_services_answer(serve, tmp_path, monkeypatch, runtime_module):
+    lua_out = tmp_path / "slurm" / "iosets.lua"
+    lua_out.parent.mkdir()
+    server = serve(lua_out=lua_out)
+    for row in learned_jobs("A", "1001"):
+        server.post_job(row)
+    wait_for(lambda: lua_out.exists() and '["A"]' in lua_out.read_text())
+    monkeypatch.setenv("IOSETS_LUA", str(lua_out))
+    _, submit = lua_hook(runtime_module)
+
+    def served(app, user):
+        return client.tag(server.get("/v1/recommendation", app=app, user=user).json())
+
+    assert served("A", "1001") == "iosets set=2 priority=0.01 source=history"
+    assert submit(1001, "A") == "iosets set=2 priority=0.01 source=lua:user"
+    assert submit(4242, "A", "keep") == "keep " + served("A", "4242").replace("source=history", "source=lua:app")
+    default = served("never_seen", "4242")
+    assert default.startswith("iosets set=") and " source=default conservative" in default
+    assert submit(4242, "never_seen") == default.replace("source=default", "source=lua:default")
+
+
+def document(set_: int) -> str:
+    return (
+        "return {version = 1, default = {set = 4, priority = 0.0001, conservative = true}, users = {},"
+        f" apps = {{['A'] = {{set = {set_}, priority = {10.0**-set_!r}, conservative = false}}}}}}"
+    )
+
+
+@pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
+def test_job_submit_lua_follows_the_file_and_survives_bad_ones(tmp_path, monkeypatch, runtime_module):
+    path = tmp_path / "iosets.lua"
+    monkeypatch.setenv("IOSETS_LUA", str(path))
+    lua, submit = lua_hook(runtime_module, check=0)
+    assert submit(1, "A", "keep") == "keep"  # no file yet: the job goes through untagged
+    path.write_text(document(1))
+    assert submit(1, "A") == "iosets set=1 priority=0.1 source=lua:app"
+    path.write_text(document(3))
+    assert submit(1, "A") == "iosets set=3 priority=0.001 source=lua:app"
+    path.write_text("return {")
+    assert submit(1, "A") == "iosets set=3 priority=0.001 source=lua:app"  # the last good document
+    path.write_bytes(b"\x1bLua binary")
+    assert submit(1, "B") == "iosets set=4 priority=0.0001 source=lua:default conservative"
+    path.write_text("os.execute('touch pwned'); return {}")
+    submit(1, "A")
+    messages = list(lua.globals().logged.values())
+    assert len(messages) == 4 and all(m.startswith(f"iosets: cannot load {path}: ") for m in messages)
+    assert "No such file" in messages[0] and "<eof>" in messages[1]  # "return {" ends early
+    assert messages[2].endswith(": a compiled chunk, not a document")
+    assert "'os'" in messages[3] and not (tmp_path / "pwned").exists()  # no globals: os is nil in the document
+
+
+# ---- Flux ------------------------------------------------------------------------------------------------------------
+
+
+class Jobspec:
+    """The part of flux.job.Jobspec the plugin uses: attributes, tasks, resources, setattr('system.x', v)."""
+
+    def __init__(self, jobspec: dict):
+        self.jobspec = jobspec
+
+    attributes = property(lambda self: self.jobspec.setdefault("attributes", {}))
+    tasks = property(lambda self: self.jobspec.get("tasks"))
+    resources = property(lambda self: self.jobspec.get("resources"))
+
+    def setattr(self, key, value):
+        node = self.attributes
+        *path, last = key.split(".")
+        for part in path:
+            node = node.setdefault(part, {})
+        node[last] = value
+
+
+@pytest.fixture
+def flux_stub(monkeypatch):
+    """``flux.job.frobnicator.FrobnicatorPlugin`` as flux-core defines it (takes the argparse parser)."""
+    frobnicator = types.ModuleType("flux.job.frobnicator")
+
+    class FrobnicatorPlugin:
+        def __init__(self, parser):
+            self.parser = parser
+
+    frobnicator.FrobnicatorPlugin = FrobnicatorPlugin
+    for name, module in [("flux", types.ModuleType("flux")), ("flux.job", types.ModuleType("flux.job"))]:
+        monkeypatch.setitem(sys.modules, name, module)
+    monkeypatch.setitem(sys.modules, "flux.job.frobnicator", frobnicator)
+
+
+def flux_jobspec(**system) -> Jobspec:
+    """2 nodes x 2 slots, 2 tasks per slot: 8 tasks."""
+    slot = {"type": "slot", "count": 2, "label": "task", "with": [{"type": "core", "count": 1}]}
+    return Jobspec(
+        {
+            "version": 1,
+            "resources": [{"type": "node", "count": 2, "with": [slot]}],
+            "tasks": [{"command": ["/opt/bin/A", "-x"], "slot": "task", "count": {"per_slot": 2}}],
+            "attributes": {"system": {"duration": 3600.0, **system}},
+        }
+    )
+
+
+def test_flux_frobnicator_annotates_the_jobspec(flux_stub, learned, tmp_path, monkeypatch):
+    monkeypatch.delenv("IOSETS_TOKEN", raising=False)
+    plugin = load_module(HOOKS / "flux" / "iosets_frobnicator.py", "iosets_frobnicator").Frobnicator(parser=None)
+    (tmp_path / "token").write_text(learned.token)
+    plugin.configure(None, {"iosets": {"url": learned.url, "token_file": str(tmp_path / "token"), "timeout": 2}})
+    jobspec = flux_jobspec()
+    assert plugin.frob(jobspec, 1001, 0, 16) is None
+    served = learned.get("/v1/recommendation", app="A", user="1001", nprocs=8, requested_time=3600.0).json()
+    assert jobspec.attributes["system"]["iosets"] == served and (served["set"], served["nprocs"]) == (2, 8)
+    named = flux_jobspec(job={"name": "renamed"})
+    plugin.frob(named, 1001, 0, 16)
+    assert named.attributes["system"]["iosets"]["app"] == "renamed"
+
+
+def test_flux_frobnicator_never_refuses_a_job(flux_stub, tmp_path, monkeypatch):
+    monkeypatch.setenv("IOSETS_URL", f"http://127.0.0.1:{closed_port()}")
+    plugin = load_module(HOOKS / "flux" / "iosets_frobnicator.py", "iosets_frobnicator").Frobnicator(parser=None)
+    jobspec = flux_jobspec()
+    plugin.frob(jobspec, 1001, 0, 16)
+    answer = jobspec.attributes["system"]["iosets"]
+    assert (answer["app"], answer["nprocs"], answer["source"], answer["set"]) == ("A", 8, "unavailable", 99)
+    odd = flux_jobspec()
+    odd.jobspec["tasks"][0]["count"] = {"total": "many"}
+    plugin.frob(odd, 1001, 0, 16)
+    answer = odd.attributes["system"]["iosets"]
+    assert (answer["source"], answer["error"]) == (
+        "unavailable",
+        "ValueError: invalid literal for int() with base 10: 'many'",
+    )
+
+
+def test_flux_frobnicator_uses_a_client_copied_beside_it(flux_stub, tmp_path, monkeypatch, request):
+    request.addfinalizer(lambda: sys.modules.pop("iosets_client", None))
+    shutil.copy(HOOKS / "flux" / "iosets_frobnicator.py", tmp_path / "iosets_frobnicator.py")
+    shutil.copy(CLIENT, tmp_path / "client.py")
+    monkeypatch.setitem(sys.modules, "iosets.api.client", None)
+    monkeypatch.delattr(iosets.api, "client")
+    monkeypatch.setenv("IOSETS_URL", f"http://127.0.0.1:{closed_port()}")
+    plugin = load_module(tmp_path / "iosets_frobnicator.py", "copied_frobnicator").Frobnicator(parser=None)
+    assert plugin.client.__file__ == str(tmp_path / "client.py")
+
+
+# ---- PBS -------------------------------------------------------------------------------------------------------------
+
+
+class Resources(dict):
+    """PBS's Resource_List: an unset resource reads as None."""
+
+    def __getitem__(self, key):
+        return self.get(key)
+
+
+class PbsJob:
+    def __init__(self, **resources):
+        self.id, self.Job_Name, self.euser, self.Job_Owner = "1234.pbs", "A", "root", "root@login"
+        self.Resource_List = Resources(resources)
+        self.comment = None
+
+
+@pytest.fixture
+def pbs_stub(monkeypatch, tmp_path):
+    """A stub ``pbs`` module: one runjob event, logmsg recorded, the hook's config file in tmp_path."""
+    pbs = types.ModuleType("pbs")
+    pbs.LOG_WARNING = 4
+    pbs.logged = []
+    pbs.logmsg = lambda level, message: pbs.logged.append((level, message))
+    pbs.job = PbsJob(ncpus=16, walltime=7200)
+    pbs.accepted = []
+    pbs.event = lambda: types.SimpleNamespace(job=pbs.job, accept=lambda: pbs.accepted.append(True))
+    pbs.hook_config_filename = None
+    monkeypatch.setitem(sys.modules, "pbs", pbs)
+    return pbs
+
+
+def test_pbs_runjob_hook_writes_the_answer_on_the_job(pbs_stub, learned, tmp_path):
+    (tmp_path / "token").write_text(learned.token)
+    config = {"url": learned.url, "token_file": str(tmp_path / "token"), "resource": "iosets_set"}
+    (tmp_path / "iosets_runjob.json").write_text(json.dumps(config))
+    pbs_stub.hook_config_filename = str(tmp_path / "iosets_runjob.json")
+    runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
+    served = learned.get("/v1/recommendation", app="A", user="0", nprocs=16, requested_time=7200.0, job_id="1234.pbs")
+    assert pbs_stub.job.comment == client.tag(served.json()) == "iosets set=2 priority=0.01 source=history"
+    assert pbs_stub.job.Resource_List["iosets_set"] == 2 and pbs_stub.accepted == [True] and pbs_stub.logged == []
+
+
+def test_pbs_runjob_hook_accepts_when_the_service_is_down(pbs_stub, tmp_path, monkeypatch):
+    monkeypatch.setenv("IOSETS_URL", f"http://127.0.0.1:{closed_port()}")
+    runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
+    assert pbs_stub.job.comment == "iosets set=99 priority=1e-99 source=unavailable conservative"
+    assert pbs_stub.accepted == [True] and pbs_stub.job.Resource_List["iosets_set"] is None
+    ((level, message),) = pbs_stub.logged
+    assert level == pbs_stub.LOG_WARNING and message.startswith("iosets: job 1234.pbs: default answer: http://")
+
+
+def test_pbs_runjob_hook_accepts_a_job_it_cannot_read(pbs_stub, tmp_path):
+    (tmp_path / "bad.json").write_text("{not json")
+    pbs_stub.hook_config_filename = str(tmp_path / "bad.json")
+    runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
+    assert pbs_stub.job.comment is None and pbs_stub.accepted == [True]
+    assert pbs_stub.logged[0][1].startswith("iosets: job 1234.pbs: not annotated: JSONDecodeError: ")
+
+
+def test_pbs_runjob_hook_imports_a_copied_client(pbs_stub, tmp_path, monkeypatch, request):
+    request.addfinalizer(lambda: sys.modules.pop("iosets_client", None))
+    shutil.copy(CLIENT, tmp_path / "iosets_client.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(sys.modules, "iosets.api.client", None)
+    monkeypatch.delattr(iosets.api, "client")
+    monkeypatch.setenv("IOSETS_URL", f"http://127.0.0.1:{closed_port()}")
+    namespace = runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
+    assert namespace["client"].__file__ == str(tmp_path / "iosets_client.py")
+    assert pbs_stub.job.comment.startswith("iosets set=99 ")

@@ -1,0 +1,93 @@
+"""The store: versioned migrations, idempotent inserts, ordered pages, policies and hashed tokens (SQLite)."""
+
+import sqlalchemy as sa
+
+from iosets.api._store import MIGRATIONS, Store, jobs, metadata, schema_version
+
+
+def test_a_new_store_is_at_the_last_migration(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'iosets.db'}")
+    assert store.schema_version() == len(MIGRATIONS) == 2
+    with store.engine.connect() as conn:
+        indexes = {index["name"] for index in sa.inspect(conn).get_indexes("jobs")}
+        journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
+    assert indexes == {"jobs_app", "jobs_start"}
+    assert journal == "wal"
+
+
+def test_an_old_store_is_upgraded_in_place_and_keeps_its_jobs(tmp_path):
+    url = f"sqlite:///{tmp_path / 'iosets.db'}"
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # a store of schema version 1: tables, no index
+        metadata.create_all(conn, tables=[schema_version])
+        MIGRATIONS[0](conn)
+        conn.execute(sa.insert(schema_version).values(version=1))
+        conn.execute(sa.insert(jobs).values(job_id="old", user="u", app="A", received_at=1.0))
+    engine.dispose()
+    store = Store(url)
+    assert store.schema_version() == 2
+    assert store.get_job("old")["app"] == "A"
+    with store.engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(schema_version)).scalar() == 1
+    assert Store(url).schema_version() == 2  # reopening applies nothing
+
+
+def test_an_insert_is_idempotent_by_job_id():
+    store = Store("sqlite://")
+    first, new = store.insert_job({"job_id": "j", "user": "u", "app": "A", "nprocs": 4}, received_at=10.0)
+    again, new_again = store.insert_job({"job_id": "j", "user": "v", "app": "B"}, received_at=20.0)
+    assert (new, new_again) == (True, False)
+    assert again == first
+    assert (first["nprocs"], first["received_at"], store.count_jobs()) == (4, 10.0, 1)
+
+
+def test_pages_cover_every_job_once_in_start_then_job_id_order():
+    store = Store("sqlite://")
+    starts = [5.0, None, 1.0, 5.0, 3.0, None, 2.0]
+    for i, start in enumerate(starts):
+        store.insert_job({"job_id": f"j{i}", "user": "u", "app": "A" if i % 2 else "B", "start": start})
+    pages, cursor = [], None
+    while True:
+        page, cursor = store.list_jobs(limit=3, cursor=cursor)
+        pages.append([row["job_id"] for row in page])
+        if cursor is None:
+            break
+    assert pages == [["j1", "j5", "j2"], ["j6", "j4", "j0"], ["j3"]]
+    assert [row["job_id"] for row in store.list_jobs(app="A", since=2.0)[0]] == ["j3"]
+
+
+def test_history_is_a_typed_jobs_table_with_receipt_dates():
+    store = Store("sqlite://")
+    store.insert_job({"job_id": "j", "user": "u", "app": "A", "w_iter": 4.0, "partial": True}, received_at=7.0)
+    history = store.history()
+    assert history.row(0, named=True) == {
+        **{name: None for name in history.columns},
+        "job_id": "j",
+        "user": "u",
+        "app": "A",
+        "w_iter": 4.0,
+        "partial": True,
+        "received_at": 7.0,
+    }
+    assert store.history(app="B").height == 0
+
+
+def test_policies_are_versioned_and_kept():
+    store = Store("sqlite://")
+    assert store.latest_policy() is None
+    first = store.add_policy({"mapping": "set-10"}, only_if_none=True)
+    assert store.add_policy({"mapping": "gmm"}, only_if_none=True) == first  # one exists: kept
+    second = store.add_policy({"mapping": "gmm"})
+    assert [(p["version"], p["mapping"]) for p in store.policies()] == [(1, "set-10"), (2, "gmm")]
+    assert store.latest_policy() == second
+    assert store.state() == (0, 2)
+
+
+def test_tokens_are_found_by_hash_until_revoked():
+    store = Store("sqlite://")
+    token_id = store.add_token("ab" * 32, ["read", "write"], "hook")
+    assert store.token_scopes("ab" * 32) == (token_id, frozenset({"read", "write"}))
+    assert store.token_scopes("cd" * 32) is None
+    store.revoke_token(token_id)
+    assert store.token_scopes("ab" * 32) is None
+    assert [row["revoked"] for row in store.tokens()] == [True]
