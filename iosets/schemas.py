@@ -38,6 +38,7 @@ __all__ = [
     "REQUEST_RESULTS",
     "SCHEMAS",
     "SET_SUMMARY",
+    "SITE_OPS",
     "TIMELINE",
     "TUNE_RANKING",
     "WORKLOAD_JOBS",
@@ -256,6 +257,47 @@ OPS = TableSchema(
             expect="an integer >= 0",
             filled=False,
         ),
+    ),
+)
+
+SITE_OPS = TableSchema(
+    "site ops",
+    "Many jobs' requests on one clock (`iosets ingest LOGS... --site`, `site_trace`), sorted by start: a Darshan "
+    "job's requests at its start date + their DXT offset (s since the epoch), block traces at their own dates. "
+    "A job without DXT gets one request per HEATMAP bin with bytes and per direction, spread over the bin "
+    "(`synthetic`).",
+    (
+        Column("job_id", pl.String, "Job, as in the jobs table (the logs of one job merged)."),
+        Column(
+            "rank",
+            pl.Int64,
+            "MPI rank, process, or device/stream id; -1 for a synthesised request.",
+            check=pl.col("rank") >= -1,
+            expect="an integer >= -1",
+        ),
+        OPS["op"],
+        Column(
+            "offset",
+            pl.Int64,
+            "Byte offset in the file or device; null for a synthesised request.",
+            nullable=True,
+            check=pl.col("offset") >= 0,
+            expect="bytes >= 0",
+        ),
+        OPS["size"],
+        OPS["start"],
+        OPS["end"],
+        Column("file", pl.String, "File name, when the source has one (null when synthesised).", nullable=True),
+        Column(
+            "phase",
+            pl.Int64,
+            "Index of the request's I/O phase in its job, from the analyzer's segmentation (the jobs table's "
+            "n_phases); null for a synthesised request in a HEATMAP bin outside every phase.",
+            nullable=True,
+            check=pl.col("phase") >= 0,
+            expect="an integer >= 0",
+        ),
+        Column("synthetic", pl.Boolean, "True for a request synthesised from HEATMAP bins."),
     ),
 )
 
@@ -707,6 +749,7 @@ SCHEMAS: dict[str, TableSchema] = {
     s.name: s
     for s in (
         OPS,
+        SITE_OPS,
         JOBS,
         RECOMMENDED_JOBS,
         SET_SUMMARY,

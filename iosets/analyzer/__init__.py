@@ -2,7 +2,8 @@
 
 :func:`ingest` reads any trace format into the ops table through one registry,
 :data:`INGESTERS` (``_ingest/``: one module per format); :func:`periodicity` finds a job's
-I/O rhythm; :func:`analyze` turns many traces into the jobs table. Names are imported on
+I/O rhythm; :func:`analyze` turns many traces into the jobs table; :func:`site_trace` puts many
+jobs' requests on one clock, each with its I/O phase. Names are imported on
 first use (:mod:`iosets._lazy`), so that ``import iosets.analyzer`` costs nothing until a
 trace is read.
 """
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._jobs import SAME_JOB_WITHIN, merge_logs
     from ._periodicity import NOT_PERIODIC, Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
     from ._pipeline import Analysis, analyze, expand_paths
+    from ._site import SiteTrace, site_trace
     from ._worker import analyze_log, analyze_ops, analyze_path
 
 _EXPORTS = {
@@ -41,6 +43,8 @@ _EXPORTS = {
     "Analysis": "._pipeline",
     "analyze": "._pipeline",
     "expand_paths": "._pipeline",
+    "SiteTrace": "._site",
+    "site_trace": "._site",
     "analyze_log": "._worker",
     "analyze_ops": "._worker",
     "analyze_path": "._worker",

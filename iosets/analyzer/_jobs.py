@@ -12,7 +12,7 @@ is one), so that job ids stay unique.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from ._rhythm import job_rhythm
 from ._worker import PART, LogPart
@@ -96,27 +96,50 @@ def merge_logs(
     second list has a :data:`iosets.schemas.MODULE_TOTALS` row per log and module, with the job id
     of the row the log went into.
     """
-    groups: defaultdict[tuple, list[dict]] = defaultdict(list)
     out: list[dict] = []
     modules: list[dict] = []
+    for job in group_logs(rows, per_log=per_log):
+        row = dict(job.logs[0] if len(job.logs) == 1 else _merged(job.logs, min_confidence))
+        if job.copies:
+            row["explanation"] += f"; {job.copies} cop{'ies' if job.copies > 1 else 'y'} of a log ignored"
+        if row["job_id"] != job.job_id:  # one of several runs of a job id
+            row["job_id"], row["step"] = job.job_id, job.step
+        out.append(_stripped(row, job.job_id, job.logs, modules))
+    return out, modules
+
+
+@dataclass(frozen=True)
+class JobLogs:
+    """The rows (logs, or one trace's job) that make one jobs-table row, as :func:`merge_logs` merges them."""
+
+    job_id: str
+    """The row's job id (``<job id>.<step>`` when one job id holds several runs)."""
+    step: str | None
+    logs: list[dict]
+    """The distinct logs, in the order they are merged (copies of one log left out)."""
+    copies: int
+    """Copies of a log left out."""
+
+
+def group_logs(rows: list[dict], *, per_log: bool = False) -> list[JobLogs]:
+    """The jobs :func:`merge_logs` makes of ``rows``, in its order: each one's id, step and logs (rows)."""
+    groups: defaultdict[tuple, list[dict]] = defaultdict(list)
+    out: list[JobLogs] = []
     for row in rows:
         if PART in row and not per_log:
             groups[(row["job_id"], row["user"], row["step"])].append(row)
         else:
-            out.append(_stripped(row, row["job_id"], [row], modules))
+            out.append(JobLogs(row["job_id"], row.get("step"), [row], 0))
     keys_per_id = Counter(job_id for job_id, _, _ in groups)
     for (job_id, _, step), job_runs in ((key, _runs(logs)) for key, logs in groups.items()):
         split = len(job_runs) > 1 or keys_per_id[job_id] > 1
         for k, run in enumerate(job_runs):
             logs, copies = _distinct(run)
-            row = dict(logs[0] if len(logs) == 1 else _merged(logs, min_confidence))
-            if copies:
-                row["explanation"] += f"; {copies} cop{'ies' if copies > 1 else 'y'} of a log ignored"
+            run_step = logs[0]["step"]
             if split:
-                row["step"] = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
-                row["job_id"] = f"{job_id}.{row['step']}"
-            out.append(_stripped(row, row["job_id"], logs, modules))
-    return out, modules
+                run_step = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
+            out.append(JobLogs(f"{job_id}.{run_step}" if split else job_id, run_step, logs, copies))
+    return out
 
 
 def _stripped(row: dict, job_id: str, logs: list[dict], modules: list[dict]) -> dict:

@@ -624,13 +624,28 @@ def periodicity(
     act = _activity(ops, resolution)
     moved = float(act.size.sum()) if total_bytes is None else check_positive(total_bytes, "total_bytes", strict=False)
     run = max(act.span, 0.0 if runtime is None else check_positive(runtime, "runtime", strict=False))
+    spec, seg = _phases(act, bin_width)
+    return _combine(spec, seg, run, min_confidence, moved, alpha_io)
+
+
+def _phases(act: _Activity, bin_width: float | None) -> tuple[_Spectral, _Segments]:
+    """The DFT period and the I/O phases of a job's activity (re-segmented on the period when gaps are unclear)."""
     if act.span <= 0 or act.size.sum() <= 0:
-        seg = _Segments(act.run_s[:1], act.run_e[-1:], False)
-        return _combine(_Spectral(None, 0.0), seg, run, min_confidence, moved, alpha_io)
+        return _Spectral(None, 0.0), _Segments(act.run_s[:1], act.run_e[-1:], False)
     signal, dt = _signal(act, bin_width)
     spec = _spectral_period(signal, dt)
-    seg = _resegment(act.run_s, act.run_e, act.span, act.seg, spec.period, resolution)
-    return _combine(spec, seg, run, min_confidence, moved, alpha_io)
+    return spec, _resegment(act.run_s, act.run_e, act.span, act.seg, spec.period, act.resolution)
+
+
+def phase_bounds(ops: pl.DataFrame, *, resolution: float = 0.0) -> tuple[float, np.ndarray, np.ndarray]:
+    """The I/O phases :func:`periodicity` finds in one job's requests (the same segmentation, phase by phase).
+
+    Returns the first request's date, then the phases' starts and ends in s since that date
+    (``n_phases`` of each, in order): every whole operation lies inside one phase.
+    """
+    act = _activity(ops, check_positive(resolution, "resolution", strict=False))
+    _, seg = _phases(act, None)
+    return act.t0, seg.starts, seg.ends
 
 
 def periodicity_from_signal(bandwidth: np.ndarray, bin_width: float, *, min_confidence: float = 0.5) -> Periodicity:

@@ -21,7 +21,7 @@ import polars as pl
 
 from ._evidence import counters_verdict
 from ._ingest import DarshanJob
-from ._periodicity import activity_runs, periodicity
+from ._periodicity import activity_runs, periodicity, phase_bounds
 
 DXT_RESOLUTION = 1e-6
 """Time resolution of DXT segments (s)."""
@@ -100,19 +100,12 @@ def job_rhythm(
     ``timelines`` pairs each log's timeline with its start (s after the job's start); ``busy_time`` is
     the slowest process's I/O time from the counters (s), the only evidence of logs without a timeline.
     """
-    known = [(shift, line) for shift, line in timelines if line is not None and len(line.start)]
+    known = _known(timelines)
     if not known:
         alpha = min(1.0, busy_time / runtime) if runtime > 0 else None
         code, text = counters_verdict(total_bytes=total_bytes, alpha_io=alpha)
         return _columns(None, 0.0, alpha, None, code, text, "counters", None)
-    ops = pl.DataFrame(
-        {
-            "start": np.concatenate([line.start + shift for shift, line in known]),
-            "end": np.concatenate([line.end + shift for shift, line in known]),
-            "size": np.concatenate([line.size for _, line in known]),
-        }
-    )
-    resolution = max(line.resolution for _, line in known)
+    ops, resolution = _runs_table(known)
     coarse = [line.busy for _, line in known if line.busy is not None]
     alpha = min(1.0, max(coarse) / runtime) if coarse and runtime > 0 else None
     result = periodicity(
@@ -137,6 +130,36 @@ def job_rhythm(
         origins,
         resolution,
     )
+
+
+def job_phases(timelines: list[tuple[float, Timeline | None]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The I/O phases behind :func:`job_rhythm`'s ``n_phases``: starts and ends (s after the job's start).
+
+    ``timelines`` as for :func:`job_rhythm`, in the same order; None when no log has a timeline.
+    """
+    known = _known(timelines)
+    if not known:
+        return None
+    ops, resolution = _runs_table(known)
+    t0, starts, ends = phase_bounds(ops, resolution=resolution)
+    return starts + t0, ends + t0
+
+
+def _known(timelines: list[tuple[float, Timeline | None]]) -> list[tuple[float, Timeline]]:
+    """The (shift, timeline) pairs that hold at least one activity run."""
+    return [(shift, line) for shift, line in timelines if line is not None and len(line.start)]
+
+
+def _runs_table(known: list[tuple[float, Timeline]]) -> tuple[pl.DataFrame, float]:
+    """The activity runs of shifted timelines as one table (start, end, size), and the coarsest resolution."""
+    ops = pl.DataFrame(
+        {
+            "start": np.concatenate([line.start + shift for shift, line in known]),
+            "end": np.concatenate([line.end + shift for shift, line in known]),
+            "size": np.concatenate([line.size for _, line in known]),
+        }
+    )
+    return ops, max(line.resolution for _, line in known)
 
 
 def _columns(w_iter, confidence, alpha, n_phases, code, text, origin, resolution) -> dict:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import polars as pl
 
@@ -27,6 +28,7 @@ A Darshan log's row also holds, under ``PART``, the :class:`LogPart` that mergin
 its job needs (:func:`iosets.analyzer._jobs.merge_logs` takes it out)."""
 
 PART = "_part"
+T = TypeVar("T")
 
 _RHYTHM_COLUMNS = ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases", "not_periodic", "explanation")
 
@@ -63,7 +65,7 @@ def _source_note(job: DarshanJob, rhythm_from: str) -> str:
     return f"; from {rhythm_from}, a partial trace that covers the run's start only"
 
 
-def _log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
+def log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
     """A log's jobs-table row, with its :class:`LogPart` under ``PART``."""
     meta, counters = job.meta, job.counters
     timeline = log_timeline(job)
@@ -103,7 +105,7 @@ def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT, mi
     darshan-util runs in a worker process (:func:`read_darshan`), ``timeout`` seconds at most;
     ``min_confidence`` (0..1) is the confidence a period needs.
     """
-    row = _log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)
+    row = log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)
     del row[PART]
     return row
 
@@ -169,37 +171,48 @@ def analyze_path(
     per ``job_id`` of its ops table (:func:`analyze_ops`), with ``path`` set.
     """
     if sniff_format(path) == "darshan":
-        return [_log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)]
+        return [log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)]
     jobs = analyze_ops(ingest(path), min_confidence=min_confidence)
     return jobs.with_columns(pl.lit(str(path)).alias("path")).to_dicts()
+
+
+def error_row(path: str, exc: BaseException) -> dict:
+    """The error row of a trace that failed: an InputError's message, or any other exception's type and message."""
+    reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+    return {"path": path, "reason": reason}
 
 
 def analyze_outcome(path: str, timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5) -> Outcome:
     """:func:`analyze_path`, with any failure turned into an error row: a bad trace never stops a batch."""
     try:
         return analyze_path(path, timeout=timeout, min_confidence=min_confidence), None
-    except InputError as exc:
-        return [], {"path": path, "reason": str(exc)}
-    except Exception as exc:  # noqa: BLE001 - any other failure of one trace is reported, not raised
-        return [], {"path": path, "reason": f"{type(exc).__name__}: {exc}"}
+    except Exception as exc:  # noqa: BLE001 - any failure of one trace is reported, not raised
+        return [], error_row(path, exc)
+
+
+def pooled_replies(
+    pool: Pool, task: Callable[[str], T], paths: Sequence[str], timeout: float, failed: Callable[[dict], T]
+) -> Iterator[tuple[int, T]]:
+    """``(index, task(path))`` of each trace, run in the pool's workers, as they finish.
+
+    A trace that crashed or hung its worker, or whose task raised, gets ``failed(error row)``.
+    """
+    for index, reply in pool.run(((task, path) for path in paths), timeout=timeout):
+        path = paths[index]
+        if reply.died is not None:
+            yield index, failed({"path": path, "reason": f"{path}: {reply.died}"})
+        elif reply.error is not None:  # the tasks catch everything: a bug if it happens
+            yield index, failed(error_row(path, reply.error))
+        else:
+            yield index, reply.value
 
 
 def pooled_outcomes(
     pool: Pool, paths: Sequence[str], timeout: float, min_confidence: float = 0.5
 ) -> Iterator[tuple[int, Outcome]]:
-    """``(index, outcome)`` of each trace, analysed in the pool's workers, as they finish.
-
-    A trace that crashed or hung its worker gets an error row that says so.
-    """
+    """``(index, outcome)`` of each trace, analysed in the pool's workers, as they finish."""
     task = functools.partial(analyze_outcome, timeout=timeout, min_confidence=min_confidence)
-    for index, reply in pool.run(((task, path) for path in paths), timeout=timeout):
-        path = paths[index]
-        if reply.died is not None:
-            yield index, ([], {"path": path, "reason": f"{path}: {reply.died}"})
-        elif reply.error is not None:  # analyze_outcome catches everything: a bug if it happens
-            yield index, ([], {"path": path, "reason": f"{type(reply.error).__name__}: {reply.error}"})
-        else:
-            yield index, reply.value
+    return pooled_replies(pool, task, paths, timeout, lambda error: ([], error))
 
 
 def analyze_chunk(paths: list[str], timeout: float = DEFAULT_TIMEOUT, min_confidence: float = 0.5) -> list[Outcome]:

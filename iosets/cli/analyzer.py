@@ -1,4 +1,4 @@
-"""The analyzer's commands: ``analyze`` (logs or an ops table into the jobs table) and ``ingest`` (one trace)."""
+"""The analyzer's commands: ``analyze`` (traces or an ops table into the jobs table), ``ingest`` (a trace or a site)."""
 
 from __future__ import annotations
 
@@ -131,8 +131,11 @@ def _report(jobs: pl.DataFrame, errors: pl.DataFrame, errors_path: Path, *, inpu
 
 
 def ingest(
-    path: Annotated[Path, typer.Argument(help="A Darshan log (DXT) or a block trace.")],
     output: Annotated[Path, typer.Option("--output", "-o", help="Ops table (.parquet or .csv).")],
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="A Darshan log (DXT) or a block trace; with --site, logs, traces or folders."),
+    ] = None,
     trace_format: Annotated[
         str, typer.Option("--format", help=f"{one_of(TRACE_FORMATS)} 'auto' tells it from the file.")
     ] = "auto",
@@ -143,8 +146,39 @@ def ingest(
     skip_malformed: Annotated[
         bool, typer.Option(help="Block traces: leave malformed lines out (listed on stderr) instead of failing.")
     ] = False,
+    site: Annotated[
+        bool,
+        typer.Option(
+            "--site",
+            help="Many jobs' requests on one clock (Darshan: job start + DXT offset), each with its I/O phase; "
+            "jobs without DXT get requests from their HEATMAP bins.",
+        ),
+    ] = False,
+    window: Annotated[
+        str | None,
+        typer.Option(help="With --site: keep the jobs that overlap START,END (s since the epoch), whole."),
+    ] = None,
+    manifests: Annotated[
+        list[Path] | None,
+        typer.Option("--manifest", help="With --site: a text file listing traces or folders, one per line."),
+    ] = None,
 ) -> None:
-    """Write the ops table of one trace."""
+    """Write the ops table of one trace, or with --site the site trace of many."""
+    traces, lists = paths or [], manifests or []
+    if site:
+        if (trace_format, class_by, skip_malformed) != ("auto", None, False):
+            raise InputError("--format, --class-by and --skip-malformed read one trace; --site reads each as analyze")
+        _ingest_site(traces, lists, output, _window(window))
+        return
+    if window is not None or lists:
+        raise InputError("--window and --manifest need --site")
+    if len(traces) != 1:
+        raise InputError(f"give one trace (got {len(traces)}), or --site for many")
+    _ingest_one(traces[0], output, trace_format, class_by, skip_malformed)
+
+
+def _ingest_one(path: Path, output: Path, trace_format: str, class_by: str | None, skip_malformed: bool) -> None:
+    """The ops table of one trace."""
     import warnings
 
     from .._io import check_output, write_frame
@@ -167,3 +201,60 @@ def ingest(
         for message in skipped.messages[:SHOWN_PROBLEMS]:
             echo(f"  {message}")
     echo(f"wrote {output}: {ops.height} requests")
+
+
+def _window(text: str | None) -> tuple[float, float] | None:
+    """``START,END`` (s since the epoch) as a pair of numbers; None stays None."""
+    if text is None:
+        return None
+    try:
+        first, last = (float(part) for part in text.split(","))
+    except ValueError:
+        raise InputError(f"--window: expected START,END in seconds since the epoch, got {text!r}") from None
+    return first, last
+
+
+def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tuple[float, float] | None) -> None:
+    """The site trace of many traces: write it, then say how many requests, jobs and skips."""
+    if not (traces or lists):
+        raise InputError("give Darshan logs, traces or folders, or --manifest FILE")
+    from .._io import check_output, write_frame
+    from ..analyzer import site_trace
+
+    check_output(output, what="site trace")
+    site = site_trace(
+        traces,
+        manifests=lists,
+        window=window,
+        progress=lambda done, total: progress(done, total=total, description="reading"),
+    )
+    if site.ops.is_empty():
+        _remove_stale(output)
+    else:
+        write_frame(site.ops, output)
+        skipped_jobs = len(set(site.skipped["job_id"]) - set(site.jobs["job_id"]))
+        echo(
+            f"wrote {output}: {site.ops.height} requests of {site.jobs.height} jobs "
+            f"({int(site.ops['synthetic'].sum())} synthesised from HEATMAP); "
+            f"skipped {skipped_jobs} counters-only jobs"
+        )
+    _list_problems("skipped", [f"{path}: {reason}" for path, reason in site.skipped.select("path", "reason").rows()])
+    _list_problems("failed", site.errors["reason"].to_list())
+    if not site.ops.is_empty():
+        return
+    if site.skipped.height or site.errors.height:
+        raise NothingDoneError(f"no request to write: {site.skipped.height} logs skipped, {site.errors.height} failed")
+    if window is not None:
+        raise NothingDoneError(f"no job overlaps the window {window[0]:.15g},{window[1]:.15g}")
+    raise NothingDoneError(f"no trace found in {', '.join(map(str, [*traces, *lists]))}")
+
+
+def _list_problems(what: str, reasons: list[str]) -> None:
+    """``<what> N:`` and the first reasons on stderr, then how many more (nothing when there is none)."""
+    if not reasons:
+        return
+    show_warning(f"{what} {len(reasons)}:")
+    for reason in reasons[:SHOWN_PROBLEMS]:
+        echo(f"  {reason}")
+    if len(reasons) > SHOWN_PROBLEMS:
+        echo(f"  ... and {len(reasons) - SHOWN_PROBLEMS} more")
