@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._closed import TraceReplay, replay_trace
     from ._device import Device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
     from ._metrics import PhaseMetrics
@@ -27,6 +28,8 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
 
 _EXPORTS = {
+    "TraceReplay": "._closed",
+    "replay_trace": "._closed",
     "Device": "._device",
     "EXPERIMENT_POLICIES": "._experiments",
     "EXPERIMENT_REFERENCE": "._experiments",

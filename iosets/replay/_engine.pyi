@@ -69,3 +69,36 @@ def replay_requests(
 
 def scheduler_params() -> dict[str, list[tuple[str, float, str, str]]]:
     """{scheduler: [(name, default, allowed, doc), ...]} in registry order."""
+
+def replay_trace(
+    scheduler: str,
+    size: NDArray[np.float64],
+    offset: NDArray[np.int64],
+    cls: NDArray[np.int32],
+    stream: NDArray[np.int32],
+    server: NDArray[np.int32],
+    phase: NDArray[np.int32],
+    op: NDArray[np.int8],
+    n_classes: int,
+    n_streams: int,
+    n_servers: int,
+    n_phases: int,
+    gate: NDArray[np.int64],
+    think: NDArray[np.float64],
+    prev: NDArray[np.int32],
+    gap: NDArray[np.float64],
+    job: NDArray[np.int32],
+    device: tuple[int, float, float, float, float],
+    weight: NDArray[np.float64],
+    reservation: NDArray[np.float64],
+    limit: NDArray[np.float64],
+    params: NDArray[np.float64],
+    release: NDArray[np.float64],
+    dispatch: NDArray[np.float64],
+    complete: NDArray[np.float64],
+    unit: NDArray[np.int64],
+    phase_start: NDArray[np.float64],
+    phase_end: NDArray[np.float64],
+    /,
+) -> int:
+    """Replay request chains in a closed loop through one scheduler; returns the number of dispatched units."""

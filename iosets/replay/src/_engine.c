@@ -278,8 +278,97 @@ static const char *request_error_text(int rc)
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
     case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
+    case RE_BAD_GATE:
+        return "a request needs a phase, a gate of -1 or an earlier request of its phase, and a finite think "
+               "time >= 0 (request %lld)";
+    case RE_BAD_CHAIN:
+        return "a phase needs a request, a prev of -1 or an earlier phase of its job, and a finite gap, >= 0 "
+               "after a prev (phase %lld)";
     default: return "replay failed (code %lld)";
     }
+}
+
+/* Gets size, offset, cls, stream, server, phase, op (n items each) into b[0..6]. */
+static int get_request_arrays(PyObject *const *objs, buffer *b, Py_ssize_t n)
+{
+    return get_buffer(objs[0], &b[0], "size", "d", 8, n, 0) < 0 ||
+                   get_buffer(objs[1], &b[1], "offset", "q", 8, n, 0) < 0 ||
+                   get_buffer(objs[2], &b[2], "cls", "i", 4, n, 0) < 0 ||
+                   get_buffer(objs[3], &b[3], "stream", "i", 4, n, 0) < 0 ||
+                   get_buffer(objs[4], &b[4], "server", "i", 4, n, 0) < 0 ||
+                   get_buffer(objs[5], &b[5], "phase", "i", 4, n, 0) < 0 ||
+                   get_buffer(objs[6], &b[6], "op", "b", 1, n, 0) < 0
+               ? -1
+               : 0;
+}
+
+/* Gets weight, reservation, limit (n_classes items each) and the scheduler's params into b[0..3]. */
+static int get_class_arrays(PyObject *const *objs, buffer *b, const re_sched_ops *ops, int n_classes)
+{
+    if (get_buffer(objs[0], &b[0], "weight", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[1], &b[1], "reservation", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[2], &b[2], "limit", "d", 8, n_classes, 0) < 0 ||
+        get_buffer(objs[3], &b[3], "params", "d", 8, -1, 0) < 0)
+        return -1;
+    if (b[3].view.len / 8 != ops->n_params) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %d parameters, got %zd", ops->name, (int)ops->n_params,
+                     b[3].view.len / 8);
+        return -1;
+    }
+    return 0;
+}
+
+/* The requests of b[0..6] (get_request_arrays) with the given arrival dates and counts. */
+static re_requests request_arrays(const buffer *b, Py_ssize_t n, const double *arrival, const int *counts)
+{
+    return (re_requests){
+        .n = n, .arrival = arrival, .size = b[0].view.buf, .offset = b[1].view.buf, .cls = b[2].view.buf,
+        .stream = b[3].view.buf, .server = b[4].view.buf, .phase = b[5].view.buf, .op = b[6].view.buf,
+        .n_classes = counts[0], .n_streams = counts[1], .n_servers = counts[2], .n_phases = counts[3],
+    };
+}
+
+/* The context over the class arrays of b[0..3] (get_class_arrays). */
+static re_context class_context(const buffer *b, const re_requests *rq, const re_device *dev)
+{
+    return (re_context){
+        .rq = rq, .device = dev, .weight = b[0].view.buf, .reservation = b[1].view.buf,
+        .limit = b[2].view.buf, .param = b[3].view.buf,
+    };
+}
+
+/* The message of a parameter or overflow error, written while the parameters are still held. */
+static void request_message(int rc, const re_sched_ops *ops, const re_context *ctx, int64_t bad, char *message,
+                            size_t size)
+{
+    if (rc == RE_BAD_PARAM)
+        re_param_error(ops, (int32_t)bad, ctx->param[bad], message, size);
+    if (rc == RE_OVERFLOW)
+        snprintf(message, size,
+                 "%lld requests never completed: their dates overflow (a unit's cost or a scheduler's wait "
+                 "beyond the largest double)", (long long)bad);
+}
+
+/* The number of units, or the exception of a failed run (buffers already released). */
+static PyObject *request_result(int rc, const char *message, int64_t bad, int64_t n_units)
+{
+    if (rc == RE_INTERRUPTED)
+        return NULL;
+    if (rc == RE_NOMEM)
+        return PyErr_NoMemory();
+    if (rc == RE_BAD_PARAM || rc == RE_OVERFLOW)
+        return raise_unindexed(message);
+    if (rc != RE_OK)
+        return raise_error(request_error_text(rc), bad);
+    return PyLong_FromLongLong(n_units);
+}
+
+static const re_sched_ops *find_scheduler(const char *name)
+{
+    const re_sched_ops *ops = re_find_scheduler(name);
+    if (ops == NULL)
+        PyErr_Format(PyExc_ValueError, "unknown scheduler '%s'", name);
+    return ops;
 }
 
 PyDoc_STRVAR(replay_requests_doc,
@@ -302,79 +391,128 @@ static PyObject *py_replay_requests(PyObject *self, PyObject *args)
 {
     const char *name;
     PyObject *objs[15];
-    int n_classes, n_streams, n_servers, n_phases, depth;
+    int counts[4], depth;
     re_device dev;
     if (!PyArg_ParseTuple(args, "sOOOOOOOOiiii(idddd)OOOOOOO", &name, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &n_classes, &n_streams,
-                          &n_servers, &n_phases, &depth, &dev.bandwidth, &dev.overhead, &dev.seek,
+                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &counts[0], &counts[1],
+                          &counts[2], &counts[3], &depth, &dev.bandwidth, &dev.overhead, &dev.seek,
                           &dev.iops, &objs[8], &objs[9], &objs[10], &objs[11], &objs[12], &objs[13],
                           &objs[14]))
         return NULL;
     dev.queue_depth = depth;
-    const re_sched_ops *ops = re_find_scheduler(name);
-    if (ops == NULL) {
-        PyErr_Format(PyExc_ValueError, "unknown scheduler '%s'", name);
+    const re_sched_ops *ops = find_scheduler(name);
+    if (ops == NULL)
         return NULL;
-    }
     enum { N_BUF = 15 };
     buffer b[N_BUF];
     memset(b, 0, sizeof(b));
     if (get_buffer(objs[0], &b[0], "arrival", "d", 8, -1, 0) < 0)
         goto fail;
     Py_ssize_t n = b[0].view.len / 8;
-    if (get_buffer(objs[1], &b[1], "size", "d", 8, n, 0) < 0 ||
-        get_buffer(objs[2], &b[2], "offset", "q", 8, n, 0) < 0 ||
-        get_buffer(objs[3], &b[3], "cls", "i", 4, n, 0) < 0 ||
-        get_buffer(objs[4], &b[4], "stream", "i", 4, n, 0) < 0 ||
-        get_buffer(objs[5], &b[5], "server", "i", 4, n, 0) < 0 ||
-        get_buffer(objs[6], &b[6], "phase", "i", 4, n, 0) < 0 ||
-        get_buffer(objs[7], &b[7], "op", "b", 1, n, 0) < 0 ||
-        get_buffer(objs[8], &b[8], "weight", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[9], &b[9], "reservation", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[10], &b[10], "limit", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[11], &b[11], "params", "d", 8, -1, 0) < 0 ||
+    if (get_request_arrays(&objs[1], &b[1], n) < 0 || get_class_arrays(&objs[8], &b[8], ops, counts[0]) < 0 ||
         get_buffer(objs[12], &b[12], "dispatch", "d", 8, n, 1) < 0 ||
         get_buffer(objs[13], &b[13], "complete", "d", 8, n, 1) < 0 ||
         get_buffer(objs[14], &b[14], "unit", "q", 8, n, 1) < 0)
         goto fail;
-    if (b[11].view.len / 8 != ops->n_params) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %d parameters, got %zd", ops->name, (int)ops->n_params,
-                     b[11].view.len / 8);
-        goto fail;
-    }
-    re_requests rq = {
-        .n = n, .arrival = b[0].view.buf, .size = b[1].view.buf, .offset = b[2].view.buf,
-        .cls = b[3].view.buf, .stream = b[4].view.buf, .server = b[5].view.buf,
-        .phase = b[6].view.buf, .op = b[7].view.buf, .n_classes = n_classes,
-        .n_streams = n_streams, .n_servers = n_servers, .n_phases = n_phases,
-    };
-    re_context ctx = {
-        .rq = &rq, .device = &dev, .weight = b[8].view.buf, .reservation = b[9].view.buf,
-        .limit = b[10].view.buf, .param = b[11].view.buf,
-    };
+    re_requests rq = request_arrays(&b[1], n, b[0].view.buf, counts);
+    re_context ctx = class_context(&b[8], &rq, &dev);
     re_output out = {.dispatch = b[12].view.buf, .complete = b[13].view.buf, .unit = b[14].view.buf};
     int64_t bad = -1;
     PyThreadState *thread = PyEval_SaveThread();
     ctx.interrupt = (interrupt_hook){signals_pending, &thread};
     int rc = re_run(ops, &ctx, &out, &bad);
     PyEval_RestoreThread(thread);
-    char message[256];
-    if (rc == RE_BAD_PARAM)
-        re_param_error(ops, (int32_t)bad, ctx.param[bad], message, sizeof(message));
-    if (rc == RE_OVERFLOW)
-        snprintf(message, sizeof(message),
-                 "%lld requests never completed: their dates overflow (a unit's cost or a scheduler's wait "
-                 "beyond the largest double)", (long long)bad);
+    char message[256] = "";
+    request_message(rc, ops, &ctx, bad, message, sizeof(message));
     release_all(b, N_BUF);
-    if (rc == RE_INTERRUPTED)
+    return request_result(rc, message, bad, out.n_units);
+fail:
+    release_all(b, N_BUF);
+    return NULL;
+}
+
+PyDoc_STRVAR(replay_trace_doc,
+"replay_trace(scheduler, size, offset, cls, stream, server, phase, op,\n"
+"             n_classes, n_streams, n_servers, n_phases, gate, think, prev, gap, job,\n"
+"             device, weight, reservation, limit, params,\n"
+"             release, dispatch, complete, unit, phase_start, phase_end, /)\n"
+"--\n\n"
+"Replay request chains in a closed loop through one scheduler into the device model.\n\n"
+"A phase opens at its prev phase's end + gap (at gap, a date, for a job's first phase)\n"
+"and ends when its last request completes; a request is released at its gate's\n"
+"completion (its phase's opening when gate is -1) + think, and reaches the scheduler then.\n\n"
+"Parameters\n----------\n"
+"scheduler : str\n    Registered scheduler name.\n"
+"size : float64 array of n requests\n"
+"offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
+"    phase is each request's chain phase, in [0, n_phases).\n"
+"gate : int64 array of n: -1 or an earlier request of the same phase\n"
+"think : float64 array of n, >= 0\n"
+"prev : int32 array of n_phases: -1 or an earlier phase of the same job\n"
+"gap : float64 array of n_phases: s after prev's end (>= 0), or the opening date\n"
+"job : int32 array of n_phases: each phase's job\n"
+"device : tuple (queue_depth, bandwidth, overhead, seek, iops)\n"
+"weight, reservation, limit : float64 arrays of n_classes\n"
+"params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
+"release, dispatch, complete : float64 output arrays of n; unit : int64 output array of n\n"
+"phase_start, phase_end : float64 output arrays of n_phases (NaN where never reached)\n\n"
+"Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
+
+static PyObject *py_replay_trace(PyObject *self, PyObject *args)
+{
+    const char *name;
+    PyObject *objs[22];
+    int counts[4], depth;
+    re_device dev;
+    if (!PyArg_ParseTuple(args, "sOOOOOOOiiiiOOOOO(idddd)OOOOOOOOOO", &name, &objs[0], &objs[1], &objs[2],
+                          &objs[3], &objs[4], &objs[5], &objs[6], &counts[0], &counts[1], &counts[2],
+                          &counts[3], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &depth,
+                          &dev.bandwidth, &dev.overhead, &dev.seek, &dev.iops, &objs[12], &objs[13],
+                          &objs[14], &objs[15], &objs[16], &objs[17], &objs[18], &objs[19], &objs[20],
+                          &objs[21]))
         return NULL;
-    if (rc == RE_NOMEM)
-        return PyErr_NoMemory();
-    if (rc == RE_BAD_PARAM || rc == RE_OVERFLOW)
-        return raise_unindexed(message);
-    if (rc != RE_OK)
-        return raise_error(request_error_text(rc), bad);
-    return PyLong_FromLongLong(out.n_units);
+    dev.queue_depth = depth;
+    const re_sched_ops *ops = find_scheduler(name);
+    if (ops == NULL)
+        return NULL;
+    if (counts[0] < 0 || counts[1] < 0 || counts[2] < 0 || counts[3] < 0) {
+        PyErr_SetString(PyExc_ValueError, "n_classes, n_streams, n_servers and n_phases must be >= 0");
+        return NULL;
+    }
+    enum { N_BUF = 22 };
+    buffer b[N_BUF];
+    memset(b, 0, sizeof(b));
+    if (get_buffer(objs[0], &b[0], "size", "d", 8, -1, 0) < 0)
+        goto fail;
+    Py_ssize_t n = b[0].view.len / 8;
+    Py_ssize_t n_phases = counts[3];
+    if (get_request_arrays(objs, b, n) < 0 || get_buffer(objs[7], &b[7], "gate", "q", 8, n, 0) < 0 ||
+        get_buffer(objs[8], &b[8], "think", "d", 8, n, 0) < 0 ||
+        get_buffer(objs[9], &b[9], "prev", "i", 4, n_phases, 0) < 0 ||
+        get_buffer(objs[10], &b[10], "gap", "d", 8, n_phases, 0) < 0 ||
+        get_buffer(objs[11], &b[11], "job", "i", 4, n_phases, 0) < 0 ||
+        get_class_arrays(&objs[12], &b[12], ops, counts[0]) < 0 ||
+        get_buffer(objs[16], &b[16], "release", "d", 8, n, 1) < 0 ||
+        get_buffer(objs[17], &b[17], "dispatch", "d", 8, n, 1) < 0 ||
+        get_buffer(objs[18], &b[18], "complete", "d", 8, n, 1) < 0 ||
+        get_buffer(objs[19], &b[19], "unit", "q", 8, n, 1) < 0 ||
+        get_buffer(objs[20], &b[20], "phase_start", "d", 8, n_phases, 1) < 0 ||
+        get_buffer(objs[21], &b[21], "phase_end", "d", 8, n_phases, 1) < 0)
+        goto fail;
+    re_requests rq = request_arrays(b, n, NULL, counts);
+    re_context ctx = class_context(&b[12], &rq, &dev);
+    re_chains ch = {.gate = b[7].view.buf, .think = b[8].view.buf, .prev = b[9].view.buf,
+                    .gap = b[10].view.buf, .job = b[11].view.buf};
+    re_output out = {.dispatch = b[17].view.buf, .complete = b[18].view.buf, .unit = b[19].view.buf};
+    int64_t bad = -1;
+    PyThreadState *thread = PyEval_SaveThread();
+    ctx.interrupt = (interrupt_hook){signals_pending, &thread};
+    int rc = re_run_closed(ops, &ctx, &ch, &out, b[16].view.buf, b[20].view.buf, b[21].view.buf, &bad);
+    PyEval_RestoreThread(thread);
+    char message[256] = "";
+    request_message(rc, ops, &ctx, bad, message, sizeof(message));
+    release_all(b, N_BUF);
+    return request_result(rc, message, bad, out.n_units);
 fail:
     release_all(b, N_BUF);
     return NULL;
@@ -423,6 +561,7 @@ static PyMethodDef methods[] = {
     {"replay_phases", py_replay_phases, METH_VARARGS, replay_phases_doc},
     {"phase_metrics", py_phase_metrics, METH_VARARGS, phase_metrics_doc},
     {"replay_requests", py_replay_requests, METH_VARARGS, replay_requests_doc},
+    {"replay_trace", py_replay_trace, METH_VARARGS, replay_trace_doc},
     {"scheduler_params", py_scheduler_params, METH_NOARGS, scheduler_params_doc},
     {NULL, NULL, 0, NULL},
 };

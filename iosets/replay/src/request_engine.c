@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "heap.h"
+#include "release_queue.h"
 
 #define MAX_UNIT 4096 /* largest aggregation a scheduler may form */
 
@@ -38,7 +39,8 @@ typedef struct {
     int64_t buffer[MAX_UNIT];
 } engine_state;
 
-static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
+/* Checks the device and the requests; the arrival dates only when `sorted_arrival`. */
+static int validate(const re_requests *rq, const re_device *dev, int sorted_arrival, int64_t *bad)
 {
     if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
         !(dev->overhead >= 0) || !isfinite(dev->overhead) || !(dev->seek >= 0) || !isfinite(dev->seek) ||
@@ -47,9 +49,11 @@ static int validate(const re_requests *rq, const re_device *dev, int64_t *bad)
     double previous = -INFINITY;
     for (int64_t i = 0; i < rq->n; i++) {
         *bad = i;
-        if (!isfinite(rq->arrival[i]) || rq->arrival[i] < previous)
-            return RE_BAD_ARRIVAL;
-        previous = rq->arrival[i];
+        if (sorted_arrival) {
+            if (!isfinite(rq->arrival[i]) || rq->arrival[i] < previous)
+                return RE_BAD_ARRIVAL;
+            previous = rq->arrival[i];
+        }
         if (!(rq->size[i] >= 0) || !(rq->size[i] < 0x1p63))
             return RE_BAD_SIZE;
         if (rq->cls[i] < 0 || rq->cls[i] >= rq->n_classes || rq->stream[i] < 0 ||
@@ -147,8 +151,9 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
     return RE_OK;
 }
 
-static void complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
-                          int32_t server, double now)
+/* Completes the head unit of `server`; its requests are left in e->buffer, their count returned. */
+static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
+                             int32_t server, double now)
 {
     int64_t slot = e->head[server];
     unit_slot u = e->slots[slot];
@@ -170,6 +175,7 @@ static void complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e,
     }
     ops->complete(s, server, e->buffer, u.count, u.dispatched, u.start, now);
     mark_dirty(e, server);
+    return u.count;
 }
 
 static void state_free(engine_state *e)
@@ -224,13 +230,21 @@ static engine_state *state_new(const re_requests *rq)
     return e;
 }
 
-int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
+/* The next request to enqueue at `now`, or -1: from the pending releases in the closed
+ * loop (rl), else the next arrival date in order. */
+static int64_t take_arrival(release_queue *rl, const re_requests *rq, int64_t next, double now)
+{
+    if (rl != NULL)
+        return rl_next(rl) <= now ? rl_pop(rl) : -1;
+    return next < rq->n && rq->arrival[next] <= now ? next : -1;
+}
+
+/* The engine loop, open (rl NULL: requests arrive at their dates) or closed. */
+static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl, re_output *out,
+               int64_t *bad_index)
 {
     const re_requests *rq = ctx->rq;
-    *bad_index = -1;
-    int rc = validate(rq, ctx->device, bad_index);
-    if (rc != RE_OK)
-        return rc;
+    int rc = RE_OK;
     *bad_index = re_check_params(ops, ctx->param);
     if (*bad_index >= 0)
         return RE_BAD_PARAM;
@@ -248,7 +262,7 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
      * sent and done once at most) */
     int64_t next = 0, tries = 0, work = 0;
     for (;;) {
-        double t_arrival = next < rq->n ? rq->arrival[next] : INFINITY;
+        double t_arrival = rl != NULL ? rl_next(rl) : next < rq->n ? rq->arrival[next] : INFINITY;
         double t_done = e->done.size ? e->done.items[0].key : INFINITY;
         double t_wake = e->wake.size ? e->wake.items[0].key : INFINITY;
         double now = t_arrival < t_done ? t_arrival : t_done;
@@ -256,17 +270,21 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
         if (!(now < INFINITY))
             break; /* nothing left, or dates overflowed (checked below) */
         int completed = 0;
-        while (e->done.size && e->done.items[0].key <= now) {
-            complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
+        while (e->done.size && e->done.items[0].key <= now && rc == RE_OK) {
+            int64_t count = complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
+            for (int64_t j = 0; rl != NULL && j < count && rc == RE_OK; j++)
+                if (!rl_complete(rl, e->buffer[j], now))
+                    rc = RE_NOMEM;
             completed = 1;
         }
+        if (rc != RE_OK)
+            break;
         if (completed && ops->cross_server)
             for (int32_t server = 0; server < rq->n_servers; server++)
                 mark_dirty(e, server);
-        while (next < rq->n && rq->arrival[next] <= now) {
-            ops->enqueue(s, rq->server[next], next, now);
-            mark_dirty(e, rq->server[next]);
-            next++;
+        for (int64_t req; (req = take_arrival(rl, rq, next, now)) >= 0; next++) {
+            ops->enqueue(s, rq->server[req], req, now);
+            mark_dirty(e, rq->server[req]);
         }
         while (e->wake.size && e->wake.items[0].key <= now)
             mark_dirty(e, heap_pop(&e->wake).id);
@@ -292,5 +310,31 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
     }
     state_free(e);
     ops->destroy(s);
+    return rc;
+}
+
+int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
+{
+    *bad_index = -1;
+    int rc = validate(ctx->rq, ctx->device, 1, bad_index);
+    return rc != RE_OK ? rc : run(ops, ctx, NULL, out, bad_index);
+}
+
+int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chains *ch, re_output *out,
+                  double *arrival_out, double *phase_start_out, double *phase_end_out, int64_t *bad_index)
+{
+    *bad_index = -1;
+    re_requests rq = *ctx->rq; /* the schedulers read the release dates as the arrivals */
+    rq.arrival = arrival_out;
+    re_context closed = *ctx;
+    closed.rq = &rq;
+    int rc = validate(&rq, ctx->device, 0, bad_index);
+    if (rc != RE_OK)
+        return rc;
+    release_queue *rl = rl_new(&rq, ch, arrival_out, phase_start_out, phase_end_out, &rc, bad_index);
+    if (rl == NULL)
+        return rc;
+    rc = run(ops, &closed, rl, out, bad_index);
+    rl_free(rl);
     return rc;
 }

@@ -30,6 +30,8 @@ enum {
     RE_BAD_PARAM = 9,     /* index = the parameter's entry in the scheduler's params */
     RE_INTERRUPTED = 10,  /* the hook asked to stop */
     RE_OVERFLOW = 11,     /* index = requests never completed: their dates overflow */
+    RE_BAD_GATE = 12,     /* index = request: closed loop, its phase, gate or think time */
+    RE_BAD_CHAIN = 13,    /* index = phase: closed loop, its prev, gap, or no request */
 };
 
 typedef struct {
@@ -140,8 +142,28 @@ static inline size_t at_least_one(int64_t n)
     return (size_t)(n > 0 ? n : 1);
 }
 
+/* What releases each request in the closed loop (re_run_closed). Every request belongs
+ * to a chain phase (re_requests.phase, never -1). A phase opens at the end of its prev
+ * phase + gap (at gap itself, a date, when prev = -1) and ends when its last request
+ * completes; a request is released at the completion of its gate (at its phase's
+ * opening when gate = -1) + think. */
+typedef struct {
+    const int64_t *gate;  /* [n] -1 or an earlier request of the same phase */
+    const double *think;  /* [n] s, finite, >= 0 */
+    const int32_t *prev;  /* [n_phases] -1 or an earlier phase of the same job */
+    const double *gap;    /* [n_phases] finite; >= 0 when prev >= 0 */
+    const int32_t *job;   /* [n_phases] job label of each phase */
+} re_chains;
+
 /* Replays the requests; returns RE_OK or an error code with its index in *bad_index
  * (the outputs are complete only with RE_OK). */
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index);
+
+/* Replays the requests in a closed loop: ctx->rq->arrival is ignored, each request's
+ * release date goes to arrival_out[n] (what the schedulers read as its arrival) and each
+ * phase's opening and end to phase_start_out and phase_end_out[n_phases] (NaN when never
+ * reached). Pending releases live in a heap whose size follows the outstanding requests. */
+int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chains *ch, re_output *out,
+                  double *arrival_out, double *phase_start_out, double *phase_end_out, int64_t *bad_index);
 
 #endif

@@ -1,0 +1,369 @@
+"""Closed-loop trace replay: a site's jobs as chains of phases and requests, in one C call.
+
+A job is a chain of I/O phases: phase k opens at the replayed end of phase k - 1 plus
+the compute gap the job showed between them (phase 0 at the job's first recorded
+request), and ends when its last request completes. Inside a phase each rank issues its
+requests in recorded order with at most d outstanding (d: the rank's largest number of
+overlapping requests in that phase, at least 1): request i is released by the completion
+of the rank's request i - d (the first d by the phase's opening) plus its recorded think
+time. Compute is never slowed. Requests with a null phase are one-request phases.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from .._validation import check_choice
+from ..errors import InputError
+from ..schemas import SITE_OPS
+from . import _engine
+from ._device import Device
+from ._requests import SCHEDULERS, _per_class, _scheduler_params
+from ._trace import RequestTrace, _dense
+
+
+@dataclass(frozen=True)
+class TraceReplay:
+    """Result of :func:`replay_trace`.
+
+    Attributes
+    ----------
+    scheduler : str
+    trace : RequestTrace
+        The requests in engine order (recorded start order), ``arrival`` their recorded
+        start, ``phase`` their chain phase.
+    requests : polars.DataFrame
+        Per request of ``trace``: ``row`` (in the site ops), ``job_id``, ``class``,
+        ``phase`` (index in its job), ``release``, ``dispatch``, ``complete``, ``unit``.
+    phases : polars.DataFrame
+        Per phase: ``job_id``, ``phase``, ``recorded_start``, ``recorded_end``, ``start``, ``end``.
+    jobs : polars.DataFrame
+        Per job: ``job_id``, ``recorded_runtime``, ``runtime``, ``alone_runtime``, ``stretch``
+        (runtime / alone_runtime), ``io_slowdown`` (time in I/O phases over the same alone),
+        ``wait`` (runtime - alone_runtime).
+    n_units : int
+        Units dispatched (single or aggregated requests).
+    engine_seconds : float
+        Wall time of the C call (the alone replay aside).
+    """
+
+    scheduler: str
+    trace: RequestTrace
+    requests: pl.DataFrame
+    phases: pl.DataFrame
+    jobs: pl.DataFrame
+    n_units: int
+    engine_seconds: float
+
+
+@dataclass(frozen=True)
+class _Chains:
+    """What releases each request: the arrays ``_engine.replay_trace`` takes after the requests."""
+
+    gate: np.ndarray  # int64 [n]
+    think: np.ndarray  # float64 [n]
+    prev: np.ndarray  # int32 [n_phases]
+    gap: np.ndarray  # float64 [n_phases]
+    job: np.ndarray  # int32 [n_phases]
+
+
+def _class_labels(frame: pl.DataFrame, classes) -> pl.Series:
+    """Each request's class label: its job, a column's value, or a mapping job_id -> class."""
+    if classes is None:
+        return frame["job_id"]
+    if isinstance(classes, str):
+        if classes not in frame.columns:
+            raise InputError(f"classes: site ops have no column {classes!r}; has {frame.columns}")
+        if frame[classes].null_count():
+            row = int(frame["_row"].filter(frame[classes].is_null())[0])
+            raise InputError(f"site ops row {row}: {classes}: expected a class, got null")
+        return frame[classes]
+    if isinstance(classes, Mapping):
+        missing = sorted(set(frame["job_id"].unique().to_list()) - set(classes))
+        if missing:
+            raise InputError(f"classes: no class for jobs {missing[:5]}")
+        try:
+            labels = pl.Series("class", list(classes.values()), strict=True)
+            table = pl.DataFrame({"job_id": pl.Series(list(classes), dtype=pl.String, strict=True), "class": labels})
+        except (TypeError, ValueError, pl.exceptions.PolarsError):
+            raise InputError("classes: expected string job ids mapped to classes of one type") from None
+        return frame.select("job_id").join(table, on="job_id", how="left", maintain_order="left")["class"]
+    raise InputError(f"classes: expected None, a column name or a mapping job_id -> class, got {classes!r}")
+
+
+def _phase_table(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per chain phase (a job's phase, or a null-phase request alone), in job then date order."""
+    return (
+        frame.group_by("job_id", "_key")
+        .agg(
+            pl.col("start").min().alias("recorded_start"),
+            pl.col("end").max().alias("recorded_end"),
+            pl.col("_row").min(),
+        )
+        .sort("job_id", "recorded_start", "_row")
+        .with_columns(pl.int_range(pl.len()).over("job_id").alias("phase"))
+        .with_row_index("_phase")
+    )
+
+
+def _outstanding(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per group (dense ids), the largest number of its requests in flight at once, at least 1.
+
+    A request occupies [start, end); one ending as another starts does not overlap it, a
+    request of zero length counts at its date.
+    """
+    n_groups = int(group.max(initial=-1)) + 1
+    if n_groups == 0:
+        return np.zeros(0, dtype=np.int64)
+    times = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(start.size, np.int64), -np.ones(end.size, np.int64)])
+    tie = np.concatenate([np.ones(start.size), np.where(end > start, 0.0, 2.0)])  # ends first, zero-length last
+    groups = np.concatenate([group, group])
+    order = np.lexsort((tie, times, groups))
+    level = np.cumsum(delta[order])  # each group nets 0: the running sum restarts at each group
+    firsts = np.flatnonzero(np.r_[True, groups[order][1:] != groups[order][:-1]])
+    return np.maximum(np.maximum.reduceat(level, firsts), 1)
+
+
+def _gates(group: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Per request (in engine order), the request d earlier in its rank-phase group, or -1."""
+    order = np.lexsort((np.arange(group.size), group))
+    sorted_group = group[order]
+    first = np.searchsorted(sorted_group, sorted_group, side="left")
+    back = np.arange(group.size) - depth[sorted_group]
+    gate = np.full(group.size, -1, dtype=np.int64)
+    has_gate = back >= first
+    gate[order[has_gate]] = order[back[has_gate]]
+    return gate
+
+
+def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.DataFrame, pl.DataFrame]:
+    """The trace (engine order: recorded start, then row), its chains, the phase table and the request keys."""
+    frame = SITE_OPS.validate(site_ops, source="site ops", require=("end",)).with_row_index("_row")
+    if frame["end"].null_count():
+        row = int(frame["_row"].filter(frame["end"].is_null())[0])
+        raise InputError(f"site ops row {row}: end: expected a date (the closed loop needs it), got null")
+    frame = frame.with_columns(_class_labels(frame, classes).alias("_class"))
+    frame = frame.sort("start", "_row").with_columns(
+        pl.coalesce("phase", -1 - pl.col("_row").cast(pl.Int64)).alias("_key"),  # a null phase: its own
+        pl.coalesce(
+            pl.lit("file:") + pl.col("file"),
+            pl.lit("rank:") + pl.col("job_id") + ":" + pl.col("rank").cast(pl.String),
+        ).alias("_stream"),
+    )
+    phases = _phase_table(frame)
+    frame = frame.join(
+        phases.select("job_id", "_key", "_phase", pl.col("phase").alias("_index")),
+        on=["job_id", "_key"],
+        maintain_order="left",
+    )
+    phase = frame["_phase"].cast(pl.Int32).to_numpy()
+    start, end = frame["start"].to_numpy(), frame["end"].to_numpy()
+    group = _dense(frame, ["_phase", "rank"])
+    gate = _gates(group, _outstanding(group, start, end))
+    opening = phases["recorded_start"].to_numpy()
+    released_after = np.where(gate >= 0, end[np.maximum(gate, 0)], opening[phase])
+    job = _dense(phases, ["job_id"])
+    index = phases["phase"].to_numpy()
+    prev = np.where(index > 0, np.arange(phases.height) - 1, -1).astype(np.int32)
+    previous_end = phases["recorded_end"].to_numpy()[np.maximum(prev, 0)]
+    chains = _Chains(
+        gate=gate,
+        think=np.maximum(start - released_after, 0.0),
+        prev=prev,
+        gap=np.where(prev >= 0, np.maximum(opening - previous_end, 0.0), opening),
+        job=job,
+    )
+    server = np.zeros(frame.height, np.int32)
+    stream = _dense(frame, ["_stream"])
+    trace = RequestTrace(
+        arrival=start,
+        size=frame["size"].cast(pl.Float64).to_numpy(),
+        offset=frame["offset"].fill_null(-1).to_numpy(),  # synthesised: continues nothing
+        cls=_dense(frame, ["_class"]),
+        stream=stream,
+        server=server,
+        phase=phase,
+        op=(frame["op"] == "write").cast(pl.Int8).to_numpy(),
+        classes=frame["_class"].unique().sort().to_numpy(),
+        n_streams=int(stream.max(initial=-1)) + 1,
+        n_servers=1,
+        n_phases=phases.height,
+        order=frame["_row"].cast(pl.Int64).to_numpy(),
+    )
+    return trace, chains, phases, frame.select("job_id", "_class", "_index", "start", "end")
+
+
+def _run(
+    scheduler: str,
+    trace: RequestTrace,
+    chains: _Chains,
+    server: np.ndarray,
+    n_servers: int,
+    device: Device,
+    weight: np.ndarray,
+    reservation: np.ndarray,
+    limit: np.ndarray,
+    vector: np.ndarray,
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One closed-loop C call: (n_units, release, dispatch, complete, unit, phase_start, phase_end)."""
+    release, dispatch, complete = np.full((3, trace.n), np.nan)
+    unit = np.full(trace.n, -1, dtype=np.int64)
+    phase_start, phase_end = np.full((2, trace.n_phases), np.nan)
+    n_units = _engine.replay_trace(
+        scheduler,
+        trace.size,
+        trace.offset,
+        trace.cls,
+        trace.stream,
+        server,
+        trace.phase,
+        trace.op,
+        int(trace.classes.size),
+        trace.n_streams,
+        n_servers,
+        trace.n_phases,
+        chains.gate,
+        chains.think,
+        chains.prev,
+        chains.gap,
+        chains.job,
+        device.as_tuple(),
+        weight,
+        reservation,
+        limit,
+        vector,
+        release,
+        dispatch,
+        complete,
+        unit,
+        phase_start,
+        phase_end,
+    )
+    return n_units, release, dispatch, complete, unit, phase_start, phase_end
+
+
+def replay_trace(
+    site_ops: pl.DataFrame,
+    *,
+    scheduler: str = "fcfs",
+    classes=None,
+    weights=None,
+    reservations=None,
+    limits=None,
+    device: Device | None = None,
+    params: Mapping[str, float] | None = None,
+) -> TraceReplay:
+    """Replay a site trace in a closed loop through ``scheduler`` and predict each job's runtime.
+
+    Each job replays as a chain of its I/O phases (see the module docstring): a slowed
+    request delays the rank's next ones, a slowed phase delays the job's next phases,
+    compute gaps and think times are kept. Each job is also replayed alone on the device
+    (fcfs, one call for all jobs: each on its own device) for its stretch.
+
+    Parameters
+    ----------
+    site_ops : polars.DataFrame
+        A site trace (:data:`iosets.schemas.SITE_OPS`), with every request's ``end``.
+    scheduler : str, default="fcfs"
+        One of :data:`SCHEDULERS`.
+    classes : str or mapping, default=None
+        The scheduler's classes: a column of ``site_ops``, or a mapping job_id -> class;
+        one class per job when None.
+    weights, reservations, limits : scalar, mapping class -> value, or array, default=None
+        Per-class parameters, as :func:`replay_requests` takes them.
+    device : Device, default=None
+        Device model; ``Device()`` when None.
+    params : mapping, default=None
+        The scheduler's scalar parameters (see :data:`SCHEDULER_PARAMS`).
+
+    Returns
+    -------
+    TraceReplay
+        Per request, per phase and per job dates and predictions. Policy-level window
+        metrics (Utilization, IO-slowdown, Max Stretch) are not computed here.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> ops = pl.DataFrame({"job_id": ["a", "a"], "rank": [0, 0], "op": ["write"] * 2, "offset": [0, 10**6],
+    ...     "size": [10**6] * 2, "start": [0.0, 6.0], "end": [1.0, 7.0], "file": ["f"] * 2, "phase": [0, 1],
+    ...     "synthetic": [False] * 2})
+    >>> replay_trace(ops, device=Device(bandwidth=1e6, overhead=0, seek=0)).jobs["runtime"].to_list()
+    [7.0]
+    """
+    check_choice(scheduler, "scheduler", SCHEDULERS)
+    vector = _scheduler_params(scheduler, dict(params or {}))
+    device = device or Device()
+    trace, chains, phases, keys = _build(site_ops, classes)
+    weight = _per_class(weights, trace, "weights", 1.0)
+    reservation = _per_class(reservations, trace, "reservations", 0.0)
+    limit = _per_class(limits, trace, "limits", 0.0)
+    begin = time.perf_counter()
+    n_units, release, dispatch, complete, unit, start, end = _run(
+        scheduler, trace, chains, trace.server, 1, device, weight, reservation, limit, vector
+    )
+    seconds = time.perf_counter() - begin
+    none = np.zeros(trace.classes.size)
+    alone = _run(  # every job on its own device
+        "fcfs",
+        trace,
+        chains,
+        chains.job[trace.phase],
+        int(chains.job.max(initial=-1)) + 1,
+        device,
+        none + 1,
+        none,
+        none,
+        _scheduler_params("fcfs", {}),
+    )
+    requests = pl.DataFrame(
+        {
+            "row": trace.order,
+            "job_id": keys["job_id"],
+            "class": keys["_class"],
+            "phase": keys["_index"],
+            "release": release,
+            "dispatch": dispatch,
+            "complete": complete,
+            "unit": unit,
+        }
+    )
+    phase_frame = phases.select("job_id", "phase", "recorded_start", "recorded_end").with_columns(start=start, end=end)
+    runs = keys.select("job_id", "start", "end").with_columns(
+        release=release, complete=complete, alone_release=alone[1], alone_complete=alone[3]
+    )
+    io_time = phase_frame.with_columns(alone_start=alone[5], alone_end=alone[6])
+    jobs = _jobs(runs, io_time)
+    return TraceReplay(scheduler, trace, requests, phase_frame, jobs, n_units, seconds)
+
+
+def _jobs(runs: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:
+    """Per job, from its requests' recorded, replayed and alone dates and its phases' replayed and alone dates."""
+    runtimes = runs.group_by("job_id").agg(
+        (pl.col("end").max() - pl.col("start").min()).alias("recorded_runtime"),
+        (pl.col("complete").max() - pl.col("release").min()).alias("runtime"),
+        (pl.col("alone_complete").max() - pl.col("alone_release").min()).alias("alone_runtime"),
+    )
+    io_time = phases.group_by("job_id").agg(
+        (pl.col("end") - pl.col("start")).sum().alias("_io"),
+        (pl.col("alone_end") - pl.col("alone_start")).sum().alias("_alone_io"),
+    )
+    return (
+        runtimes.join(io_time, on="job_id")
+        .sort("job_id")
+        .select(
+            "job_id",
+            "recorded_runtime",
+            "runtime",
+            "alone_runtime",
+            (pl.col("runtime") / pl.col("alone_runtime")).alias("stretch"),
+            (pl.col("_io") / pl.col("_alone_io")).alias("io_slowdown"),
+            (pl.col("runtime") - pl.col("alone_runtime")).alias("wait"),
+        )
+    )

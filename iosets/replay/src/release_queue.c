@@ -1,0 +1,224 @@
+/* The closed loop's pending releases: see release_queue.h. */
+#include "release_queue.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* Children lists in compressed rows: the children of parent p are item[ptr[p] .. ptr[p + 1]). */
+typedef struct {
+    int64_t *ptr;
+    int64_t *item;
+} csr;
+
+typedef struct {
+    double date;
+    int64_t req;
+} pending;
+
+struct release_queue {
+    const re_requests *rq;
+    const re_chains *ch;
+    double *release, *phase_start, *phase_end;
+    csr gated;       /* requests by gate */
+    csr roots;       /* requests released by their phase's opening, by phase */
+    csr successors;  /* phases by prev */
+    int64_t *left;   /* [n_phases] requests not yet completed */
+    pending *heap;   /* by (date, req): memory follows the outstanding requests */
+    int64_t size, capacity;
+};
+
+/* The parent of item i, or -1. */
+typedef int64_t (*parent_fn)(const release_queue *q, int64_t i);
+
+static int64_t gate_of(const release_queue *q, int64_t i)
+{
+    return q->ch->gate[i];
+}
+
+static int64_t root_phase_of(const release_queue *q, int64_t i)
+{
+    return q->ch->gate[i] < 0 ? q->rq->phase[i] : -1;
+}
+
+static int64_t prev_of(const release_queue *q, int64_t i)
+{
+    return q->ch->prev[i];
+}
+
+/* Builds the children lists of n_parents parents over n_items items, in item order. */
+static int csr_build(csr *c, const release_queue *q, int64_t n_parents, int64_t n_items, parent_fn parent)
+{
+    c->ptr = calloc((size_t)n_parents + 1, sizeof(int64_t));
+    if (c->ptr == NULL)
+        return 0;
+    for (int64_t i = 0; i < n_items; i++) {
+        int64_t p = parent(q, i);
+        if (p >= 0)
+            c->ptr[p + 1]++;
+    }
+    for (int64_t p = 0; p < n_parents; p++)
+        c->ptr[p + 1] += c->ptr[p];
+    c->item = malloc(at_least_one(c->ptr[n_parents]) * sizeof(int64_t));
+    if (c->item == NULL)
+        return 0;
+    for (int64_t i = 0; i < n_items; i++) { /* ptr[p] runs over p's rows, ending at the start of p + 1's */
+        int64_t p = parent(q, i);
+        if (p >= 0)
+            c->item[c->ptr[p]++] = i;
+    }
+    for (int64_t p = n_parents; p > 0; p--)
+        c->ptr[p] = c->ptr[p - 1];
+    c->ptr[0] = 0;
+    return 1;
+}
+
+static int less(const pending *a, const pending *b)
+{
+    return a->date < b->date || (a->date == b->date && a->req < b->req);
+}
+
+static int push(release_queue *q, double date, int64_t req)
+{
+    if (q->size == q->capacity) {
+        int64_t grown = 2 * q->capacity;
+        pending *heap = realloc(q->heap, (size_t)grown * sizeof(pending));
+        if (heap == NULL)
+            return 0;
+        q->heap = heap;
+        q->capacity = grown;
+    }
+    q->release[req] = date;
+    pending item = {date, req};
+    int64_t i = q->size++;
+    while (i > 0 && less(&item, &q->heap[(i - 1) / 2])) {
+        q->heap[i] = q->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    q->heap[i] = item;
+    return 1;
+}
+
+int64_t rl_pop(release_queue *q)
+{
+    int64_t top = q->heap[0].req;
+    pending last = q->heap[--q->size];
+    int64_t i = 0;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= q->size)
+            break;
+        if (child + 1 < q->size && less(&q->heap[child + 1], &q->heap[child]))
+            child++;
+        if (!less(&q->heap[child], &last))
+            break;
+        q->heap[i] = q->heap[child];
+        i = child;
+    }
+    if (q->size > 0)
+        q->heap[i] = last;
+    return top;
+}
+
+double rl_next(const release_queue *q)
+{
+    return q->size ? q->heap[0].date : INFINITY;
+}
+
+static int open_phase(release_queue *q, int64_t phase, double date)
+{
+    q->phase_start[phase] = date;
+    for (int64_t k = q->roots.ptr[phase]; k < q->roots.ptr[phase + 1]; k++) {
+        int64_t req = q->roots.item[k];
+        if (!push(q, date + q->ch->think[req], req))
+            return 0;
+    }
+    return 1;
+}
+
+int rl_complete(release_queue *q, int64_t req, double now)
+{
+    for (int64_t k = q->gated.ptr[req]; k < q->gated.ptr[req + 1]; k++) {
+        int64_t next = q->gated.item[k];
+        if (!push(q, now + q->ch->think[next], next))
+            return 0;
+    }
+    int32_t phase = q->rq->phase[req];
+    if (--q->left[phase] > 0)
+        return 1;
+    q->phase_end[phase] = now;
+    for (int64_t k = q->successors.ptr[phase]; k < q->successors.ptr[phase + 1]; k++) {
+        int64_t next = q->successors.item[k];
+        if (!open_phase(q, next, now + q->ch->gap[next]))
+            return 0;
+    }
+    return 1;
+}
+
+/* RE_OK, or the error code of the first bad request or phase, its index in *bad. */
+static int validate_chains(const re_requests *rq, const re_chains *ch, int64_t *left, int64_t *bad)
+{
+    for (int64_t i = 0; i < rq->n; i++) {
+        *bad = i;
+        int64_t gate = ch->gate[i];
+        if (rq->phase[i] < 0 || !(ch->think[i] >= 0) || !isfinite(ch->think[i]) || gate < -1 || gate >= i ||
+            (gate >= 0 && rq->phase[gate] != rq->phase[i]))
+            return RE_BAD_GATE;
+        left[rq->phase[i]]++;
+    }
+    for (int64_t p = 0; p < rq->n_phases; p++) {
+        *bad = p;
+        int32_t prev = ch->prev[p];
+        if (left[p] == 0 || !isfinite(ch->gap[p]) || prev < -1 || prev >= p ||
+            (prev >= 0 && (ch->job[prev] != ch->job[p] || !(ch->gap[p] >= 0))))
+            return RE_BAD_CHAIN;
+    }
+    *bad = -1;
+    return RE_OK;
+}
+
+void rl_free(release_queue *q)
+{
+    free(q->gated.ptr);
+    free(q->gated.item);
+    free(q->roots.ptr);
+    free(q->roots.item);
+    free(q->successors.ptr);
+    free(q->successors.item);
+    free(q->left);
+    free(q->heap);
+    free(q);
+}
+
+release_queue *rl_new(const re_requests *rq, const re_chains *ch, double *release, double *phase_start,
+                      double *phase_end, int *rc, int64_t *bad)
+{
+    *rc = RE_NOMEM;
+    release_queue *q = calloc(1, sizeof(release_queue));
+    if (q == NULL)
+        return NULL;
+    *q = (release_queue){.rq = rq, .ch = ch, .release = release, .phase_start = phase_start,
+                         .phase_end = phase_end, .capacity = 64};
+    q->left = calloc(at_least_one(rq->n_phases), sizeof(int64_t));
+    q->heap = malloc((size_t)q->capacity * sizeof(pending));
+    if (q->left == NULL || q->heap == NULL)
+        goto fail;
+    *rc = validate_chains(rq, ch, q->left, bad);
+    if (*rc != RE_OK)
+        goto fail;
+    *rc = RE_NOMEM;
+    if (!csr_build(&q->gated, q, rq->n, rq->n, gate_of) || !csr_build(&q->roots, q, rq->n_phases, rq->n, root_phase_of) ||
+        !csr_build(&q->successors, q, rq->n_phases, rq->n_phases, prev_of))
+        goto fail;
+    for (int64_t i = 0; i < rq->n; i++)
+        release[i] = NAN;
+    for (int64_t p = 0; p < rq->n_phases; p++)
+        phase_start[p] = phase_end[p] = NAN;
+    for (int64_t p = 0; p < rq->n_phases; p++)
+        if (ch->prev[p] < 0 && !open_phase(q, p, ch->gap[p]))
+            goto fail;
+    *rc = RE_OK;
+    return q;
+fail:
+    rl_free(q);
+    return NULL;
+}
