@@ -40,6 +40,7 @@ __all__ = [
     "SET_SUMMARY",
     "SITE_OPS",
     "TIMELINE",
+    "TRACE_REPLAY_JOBS",
     "TUNE_RANKING",
     "WORKLOAD_JOBS",
     "WORKLOAD_PHASES",
@@ -745,6 +746,22 @@ TUNE_RANKING = TableSchema(
     ),
 )
 
+TRACE_REPLAY_JOBS = TableSchema(
+    "trace replay jobs",
+    "Per job and policy of a closed-loop trace replay (`iosets replay-trace -o`, `compare_policies`): what the "
+    "policy would have done to each job of a site trace.",
+    (
+        Column("job_id", pl.String, "Job."),
+        Column("policy", pl.String, "Scheduler replayed."),
+        Column("recorded_runtime", pl.Float64, "First recorded request start to last recorded request end (s)."),
+        Column("runtime", pl.Float64, "Replayed runtime under the policy (s)."),
+        Column("alone_runtime", pl.Float64, "Replayed runtime alone on the device (s)."),
+        Column("stretch", pl.Float64, "runtime / alone_runtime.", nullable=True),
+        Column("io_slowdown", pl.Float64, "Time in I/O phases / the same alone.", nullable=True),
+        Column("wait", pl.Float64, "runtime - alone_runtime (s)."),
+    ),
+)
+
 SCHEMAS: dict[str, TableSchema] = {
     s.name: s
     for s in (
@@ -761,6 +778,7 @@ SCHEMAS: dict[str, TableSchema] = {
         REQUEST_RESULTS,
         REQUEST_CLASSES,
         TUNE_RANKING,
+        TRACE_REPLAY_JOBS,
     )
 }
 """Every documented table, by name (the order of ``docs/formats.md``)."""

@@ -201,6 +201,13 @@ def tune(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the ranking as JSON only (the jobs used go to stderr).")
     ] = False,
+    site: Annotated[
+        Path | None, typer.Option(help="Site trace (`iosets ingest --site`): rank by closed-loop replay of it.")
+    ] = None,
+    mapping: Annotated[str | None, typer.Option(help="--site: the mapping in use, added to the candidates.")] = None,
+    device: Annotated[Path | None, typer.Option(help="--site: device JSON (`iosets calibrate -o`).")] = None,
+    workers: Annotated[int, typer.Option(help="--site: processes replaying the candidates.")] = 1,
+    dask: Annotated[str | None, typer.Option(help="--site: run the candidates on Dask: local or ADDRESS.")] = None,
 ) -> None:
     """Replay the jobs under candidate mappings and FAIR-SHARE; rank by utilization, then Max Stretch.
 
@@ -213,6 +220,9 @@ def tune(
     from ..replay import tune_selection
 
     jobs = read_frame(jobs_path, what="jobs table")
+    if site is not None:
+        _tune_site(jobs, site, parse_numbers(bases, "--bases"), gmm, mapping, device, workers, dask, seed, as_json)
+        return
     ranking = tune_mappings(
         jobs,
         bases=parse_numbers(bases, "--bases"),
@@ -228,6 +238,41 @@ def tune(
         print_json(ranking.to_dicts())
         return
     show(ranking_table(ranking, title=f"Mappings replayed on {jobs_path.name}"))
+
+
+def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_json) -> None:
+    """``iosets tune --site``: the candidates ranked by trace replay, and how far the idealised ranking differs."""
+    from .._io import read_frame
+    from ..replay import read_device, tune_site
+
+    got = tune_site(
+        read_frame(site, what="site trace"),
+        jobs,
+        bases=bases,
+        gmm=gmm,
+        current=mapping,
+        device=None if device is None else read_device(device),
+        random_state=seed,
+        workers=workers,
+        dask=dask,
+    )
+    summary = (
+        f"trace vs idealised ranking: Kendall tau {got.kendall_tau:.3f}, "
+        f"top {got.top_trace} (trace) vs {got.top_idealised} (idealised)"
+    )
+    if as_json:
+        echo(summary, stderr=True)
+        print_json(
+            {
+                "ranking": got.ranking.to_dicts(),
+                "kendall_tau": got.kendall_tau,
+                "top_trace": got.top_trace,
+                "top_idealised": got.top_idealised,
+            }
+        )
+        return
+    show(ranking_table(got.ranking, title=f"Mappings replayed on the trace {site.name}"))
+    echo(summary, stderr=False)
 
 
 def export(

@@ -1,4 +1,4 @@
-"""The replay room's commands: ``generate``, ``replay``, ``replay-requests`` and ``experiment``."""
+"""The replay room's commands: ``generate``, ``replay``, ``replay-requests``, ``replay-trace`` and ``experiment``."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import typer
 
 from ..errors import InputError
 from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
-from ._output import echo, print_json, progress, show, show_note
-from ._parse import parse_numbers, parse_pairs, parse_profile, parse_window
+from ._output import echo, print_json, progress, show, show_note, warnings_to_stderr
+from ._parse import parse_names, parse_numbers, parse_pairs, parse_profile, parse_window
 from ._tables import Column, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import RenderableType
 
 METRICS_COLUMNS = (
@@ -218,3 +219,104 @@ def experiment(
     caption = "IOS: IO-slowdown, MS: Max Stretch; gains and ratios are against the reference"
     show(render_table(summary, SUMMARY_COLUMNS, title=title, caption=caption))
     echo(f"wrote {path}")
+
+
+def calibrate(
+    site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace from `iosets ingest --site`.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the fitted device (JSON).")] = None,
+    fit: Annotated[str, typer.Option(help="Comma-separated device parameters to fit.")] = (
+        "bandwidth,overhead,queue_depth,seek"
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the device and the fit error as JSON only.")] = False,
+) -> None:
+    """Fit the device model so that the fcfs closed-loop replay reproduces the site's request and phase durations."""
+    import json
+
+    from .._io import atomic_path, check_output, read_frame
+    from ..replay import calibrate as calibrate_device
+    from ._parse import parse_names
+
+    if output is not None:
+        check_output(output, suffixes=(".json",), what="device")
+    result = calibrate_device(read_frame(site_path, what="site trace"), fit=parse_names(fit))
+    if output is not None:
+        with atomic_path(output) as path:
+            path.write_text(json.dumps(result.device.to_dict(), indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        print_json(result.to_dict())
+        return
+    device, error = result.device, result.error
+    echo(
+        f"device: bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead {device.overhead * 1e6:.1f} us, "
+        f"seek {device.seek * 1e3:.3f} ms, queue depth {device.queue_depth}",
+        stderr=False,
+    )
+    echo(
+        f"fit error over {result.n_phases} phases: median {error['phase_median']:.2%}, p90 {error['phase_p90']:.2%}; "
+        f"over {result.n_requests} requests: median {error['request_median']:.2%}, p90 {error['request_p90']:.2%}",
+        stderr=False,
+    )
+    if output is not None:
+        echo(f"wrote {output}")
+
+
+TRACE_POLICY_COLUMNS = (
+    Column("policy", field("policy"), justify="left"),
+    Column("util", field("utilization", "{:.4f}")),
+    Column("IOS", field("io_slowdown", "{:.3f}")),
+    Column("MS", field("max_stretch", "{:.3f}")),
+    Column("mean stretch", field("mean_stretch", "{:.3f}")),
+    Column("p99 stretch", field("p99_stretch", "{:.3f}")),
+    Column("MB/s", field("throughput", "{:.2f}", scale=1e-6)),
+)
+"""Per-policy metrics of ``compare_policies`` (its ``share_set_<s>`` columns are added per set)."""
+
+
+def trace_policy_table(per_policy: pl.DataFrame, *, title: str) -> RenderableType:
+    """The per-policy comparison of a trace replay, with each set's byte share in per cent."""
+    shares = [name for name in per_policy.columns if name.startswith("share_set_")]
+    columns = (
+        *TRACE_POLICY_COLUMNS,
+        *(Column(f"set {name.removeprefix('share_set_')} %", field(name, "{:.1f}", scale=100)) for name in shares),
+    )
+    caption = "IOS: IO-slowdown, MS: Max Stretch (the phase model's, over the window); set %: bytes moved in it"
+    return render_table(per_policy, columns, title=title, caption=caption)
+
+
+def replay_trace(
+    site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace (`iosets ingest --site -o`).")],
+    rec_path: Annotated[Path, typer.Option("--rec", help="Recommendation table (`iosets recommend -o`).")],
+    compare: Annotated[str, typer.Option(help=f"Comma-separated schedulers: {', '.join(SCHEDULERS)}.")] = (
+        "fcfs,wfq,iosets-wfq,rbfq"
+    ),
+    device: Annotated[Path | None, typer.Option(help="Device JSON (`Device.to_dict`, `iosets calibrate`).")] = None,
+    window: Annotated[str | None, typer.Option(help="Metric window T_BEGIN,T_END (s); default: the replay.")] = None,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the per-job predictions.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print per-policy and per-job numbers as JSON only.")] = False,
+) -> None:
+    """Replay a site trace in a closed loop under each policy; predict each job's stretch and the platform's metrics.
+
+    iosets-wfq and rbfq get one class per set of the recommendation, the other schedulers one class
+    per job with equal weights; jobs missing from it go to its conservative (largest) set.
+    """
+    from .._io import check_output, read_frame, write_frame
+    from ..replay import compare_policies, read_device
+
+    if output is not None:
+        check_output(output, what="per-job predictions")
+    policies = parse_names(compare)
+    chosen_window = None if window is None else parse_window(window)
+    site_ops = read_frame(site_path, what="site trace")
+    rec = read_frame(rec_path, what="recommendation")
+    chosen_device = None if device is None else read_device(device)
+    with warnings_to_stderr():
+        per_policy, per_job = compare_policies(site_ops, rec, policies, device=chosen_device, window=chosen_window)
+    if output is not None:
+        write_frame(per_job, output)
+    if as_json:
+        print_json({"policies": per_policy.to_dicts(), "jobs": per_job.to_dicts()})
+        return
+    title = f"{site_path}: {per_job['job_id'].n_unique()} jobs replayed in a closed loop"
+    show(trace_policy_table(per_policy, title=title))
+    if output is not None:
+        echo(f"wrote {output}")

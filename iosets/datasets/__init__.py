@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._generators import make_iosets_workload
     from ._history import make_job_history
     from ._periodic_ops import make_periodic_ops
+    from ._phase_to_site import workload_site_ops
     from ._requests import (
         make_backlogged_requests,
         make_bursty_requests,
@@ -31,6 +32,7 @@ _EXPORTS = {
     "make_iosets_workload": "._generators",
     "make_job_history": "._history",
     "make_periodic_ops": "._periodic_ops",
+    "workload_site_ops": "._phase_to_site",
     "make_backlogged_requests": "._requests",
     "make_bursty_requests": "._requests",
     "make_hotspot_requests": "._requests",

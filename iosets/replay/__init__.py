@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._calibrate import FIT_PARAMETERS, Calibration, calibrate
     from ._closed import TraceReplay, replay_trace
-    from ._device import Device
+    from ._compare import compare_policies
+    from ._device import Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
     from ._metrics import PhaseMetrics
     from ._phase import PhaseReplay, replay_phases
@@ -25,12 +27,19 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     )
     from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
     from ._trace import RequestTrace
+    from ._trace_metrics import TraceMetrics, trace_metrics
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
+    from ._tune_site import SiteTuning, tune_site
 
 _EXPORTS = {
+    "FIT_PARAMETERS": "._calibrate",
+    "Calibration": "._calibrate",
+    "calibrate": "._calibrate",
     "TraceReplay": "._closed",
     "replay_trace": "._closed",
+    "compare_policies": "._compare",
     "Device": "._device",
+    "read_device": "._device",
     "EXPERIMENT_POLICIES": "._experiments",
     "EXPERIMENT_REFERENCE": "._experiments",
     "run_experiment": "._experiments",
@@ -51,10 +60,14 @@ _EXPORTS = {
     "RequestReplay": "._requests",
     "replay_requests": "._requests",
     "RequestTrace": "._trace",
+    "TraceMetrics": "._trace_metrics",
+    "trace_metrics": "._trace_metrics",
     "TUNE_BASES": "._tune",
     "tune": "._tune",
     "TuneSelection": "._tune",
     "tune_selection": "._tune",
+    "SiteTuning": "._tune_site",
+    "tune_site": "._tune_site",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -1,5 +1,7 @@
-"""The device model of the request-level engine."""
+"""The device model of the request-level engine, and its JSON file."""
 
+import json
+import os
 from dataclasses import asdict, dataclass, fields
 from numbers import Integral
 from typing import Any
@@ -71,3 +73,40 @@ class Device:
     def to_dict(self) -> dict:
         """The parameters as a dict."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict, *, source: str = "device") -> "Device":
+        """Build from :meth:`to_dict`'s dict; missing keys take their defaults, unknown keys are an error."""
+        if not isinstance(values, dict):
+            raise InputError(f"{source}: expected an object of device parameters, got {type(values).__name__}")
+        known = {f.name for f in fields(cls)}
+        for key, value in values.items():
+            if key not in known:
+                raise InputError(f"{source}: unknown field {key!r}; expected some of {', '.join(sorted(known))}")
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise InputError(f"{source}: {key}: expected a number, got {value!r}")
+        try:
+            return cls(**values)
+        except InputError as error:
+            raise InputError(f"{source}: {error}") from None
+
+
+def read_device(path: str | os.PathLike) -> Device:
+    """Read a device saved as ``json.dumps(device.to_dict())`` (``iosets calibrate -o``).
+
+    Examples
+    --------
+    >>> import json, tempfile
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+    ...     _ = f.write(json.dumps({"bandwidth": 2e9, "seek": 0.0}))
+    >>> read_device(f.name).bandwidth
+    2000000000.0
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            values = json.load(handle)
+    except OSError as error:
+        raise InputError(f"{path}: cannot read the device: {error.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path}: not a device JSON file: {error}") from None
+    return Device.from_dict(values, source=str(path))

@@ -28,8 +28,10 @@ def test_every_room_command_is_registered_at_the_top_level():
         "tune",
         "replay",
         "replay-requests",
+        "replay-trace",
         "experiment",
         "generate",
+        "calibrate",
         "demo",
         "serve",
     ]
@@ -126,3 +128,13 @@ def test_demo_runs_every_room(table_rows):
     assert sum(int(row[2]) for row in sets) == 12
     ranking = table_rows(result.stdout, "Tuning by replay: the sample jobs under each mapping")
     assert "fair-share" in [row[1] for row in ranking]
+    title = "Trace replay: the blkparse and MSR samples (386 requests) on a 0.5 MB/s disk"
+    policies = table_rows(result.stdout, title)
+    assert policies == [  # set 1 (8,16 and hm_1) moves (18 874 368 + 12 582 912) / 32 911 360 B = 95.6 %
+        ["fcfs", "0.7134", "3.853", "1.212", "1.143", "1.212", "0.19", "95.6", "4.4"],
+        ["wfq", "0.7175", "3.468", "1.213", "1.132", "1.212", "0.19", "95.6", "4.4"],
+        ["iosets-wfq", "0.7310", "3.303", "1.188", "1.113", "1.188", "0.20", "95.6", "4.4"],
+    ]
+    stretches = table_rows(result.stdout, "Trace replay: stretch per job (runtime / alone)")
+    assert [row[:2] for row in stretches] == [["8,0", "2"], ["8,16", "1"], ["hm_0", "2"], ["hm_1", "1"]]
+    assert all(float(row[4]) <= min(float(row[2]), float(row[3])) for row in stretches)  # iosets-wfq: never worse

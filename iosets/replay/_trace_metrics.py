@@ -1,0 +1,206 @@
+"""The phase model's window metrics for a closed-loop trace replay, plus stretch, throughput and shares.
+
+Per job, over the window [Tb, Te]: its life is [start of its first I/O phase, end of its last];
+``present`` is the part of its life inside the window, ``e_cpu`` the part of that outside its I/O
+phases (compute gaps, never slowed), ``e_iter`` the I/O phases ending inside the window, ``T_io``
+the mean I/O phase time of its alone replay, and ``e_io`` the alone I/O time of the bytes it moved
+inside the window (each request moves its bytes evenly over its service on the device, which serves
+one unit at a time; a job's alone seconds per byte are its alone I/O time over its bytes). Then, as
+in :mod:`._metrics` with ``present`` in place of the window's width (equal for jobs that live
+through the window, as a phase workload's jobs do): Utilization = sum e_cpu / sum present,
+IO-slowdown = geometric mean of (present - e_cpu) / (T_io e_iter), Max Stretch = max present /
+(e_cpu + e_io).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ._closed import TraceReplay
+
+TRACE_METRICS = ("utilization", "io_slowdown", "max_stretch", "mean_stretch", "p99_stretch", "throughput")
+"""The scalar metrics' names, in :class:`TraceMetrics` order."""
+
+
+@dataclass(frozen=True)
+class TraceMetrics:
+    """Window metrics of one closed-loop trace replay; None (never NaN) where undefined, with a note.
+
+    Attributes
+    ----------
+    utilization, io_slowdown, max_stretch : float or None
+        The phase model's metrics (module docstring).
+    mean_stretch, p99_stretch : float or None
+        Mean and 99th percentile (linear) of ``stretch`` (runtime / alone runtime) over the jobs
+        whose replayed life meets the window.
+    throughput : float or None
+        Bytes moved inside the window / its width (B/s).
+    window : tuple of float
+        (Tb, Te).
+    class_shares : dict
+        Class -> share of the bytes moved inside the window.
+    notes : dict of str to str
+        Why each None metric is None.
+    """
+
+    utilization: float | None
+    io_slowdown: float | None
+    max_stretch: float | None
+    mean_stretch: float | None
+    p99_stretch: float | None
+    throughput: float | None
+    window: tuple[float, float]
+    class_shares: dict[Any, float] = field(default_factory=dict, hash=False)
+    notes: dict[str, str] = field(default_factory=dict, hash=False)
+
+    def values(self) -> dict[str, float | None]:
+        """The scalar metrics by name (:data:`TRACE_METRICS`)."""
+        return {name: getattr(self, name) for name in TRACE_METRICS}
+
+    def to_dict(self) -> dict:
+        """The metrics, window, class shares (string keys) and notes as a plain dict (``--json``)."""
+        shares = {str(label): share for label, share in self.class_shares.items()}
+        return {**self.values(), "window": list(self.window), "class_shares": shares, "notes": dict(self.notes)}
+
+
+def _window(replay: TraceReplay, window) -> tuple[float, float]:
+    """The window asked for, checked, or the whole replay's span."""
+    if window is None:
+        starts, ends = replay.phases["start"].to_numpy(), replay.phases["end"].to_numpy()
+        return float(starts.min(initial=0.0)), float(ends.max(initial=0.0))
+    try:
+        begin, end = (float(value) for value in window)
+    except (TypeError, ValueError):
+        raise InputError(f"window: expected (T_BEGIN, T_END), got {window!r}") from None
+    if not begin < end or not math.isfinite(begin + end):
+        raise InputError(f"window: expected finite T_BEGIN < T_END, got ({begin:g}, {end:g})")
+    return begin, end
+
+
+def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
+    """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside [begin, end])."""
+    requests = replay.requests.with_columns(size=pl.Series(replay.trace.size))
+    units = requests.group_by("unit").agg(pl.col("dispatch").min(), pl.col("complete").max()).sort("complete", "unit")
+    served = units.with_columns(
+        pl.max_horizontal("dispatch", pl.col("complete").shift(1).fill_null(-math.inf)).alias("served")
+    )
+    frame = requests.join(served.select("unit", "served"), on="unit", how="left")
+    start, stop, size = frame["served"].to_numpy(), frame["complete"].to_numpy(), frame["size"].to_numpy()
+    length = stop - start
+
+    def before(date: float) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            part = np.clip((date - start) / length, 0.0, 1.0)
+        return size * np.where(length > 0, part, stop <= date)
+
+    return frame.select("job_id", "class", "size").with_columns(moved=before(end) - before(begin))
+
+
+def _per_job(replay: TraceReplay, moved: pl.DataFrame, begin: float, end: float) -> pl.DataFrame:
+    """Per job: present, e_cpu, e_io, e_iter, t_io and stretch (module docstring)."""
+    inside = pl.min_horizontal(pl.col("end"), end) - pl.max_horizontal(pl.col("start"), begin)
+    phases = replay.phases.group_by("job_id").agg(
+        pl.col("start").min().alias("life_start"),
+        pl.col("end").max().alias("life_end"),
+        inside.clip(lower_bound=0.0).sum().alias("io_in"),
+        pl.col("end").is_between(begin, end).sum().alias("e_iter"),
+        (pl.col("end") - pl.col("start")).sum().alias("io"),
+        pl.len().alias("n_phases"),
+    )
+    moved_bytes = moved.group_by("job_id").agg(pl.col("size").sum().alias("bytes"), pl.col("moved").sum())
+    jobs = replay.jobs.select("job_id", "stretch", "io_slowdown").join(phases, on="job_id")
+    jobs = jobs.join(moved_bytes, on="job_id")
+    alone_io = (
+        pl.when(pl.col("io_slowdown").is_finite() & (pl.col("io_slowdown") > 0))
+        .then(pl.col("io") / pl.col("io_slowdown"))
+        .otherwise(0.0)
+    )
+    present = (pl.min_horizontal("life_end", end) - pl.max_horizontal("life_start", begin)).clip(lower_bound=0.0)
+    return (
+        jobs.with_columns(alone_io=alone_io, present=present)
+        .with_columns(
+            e_cpu=(pl.col("present") - pl.col("io_in")).clip(lower_bound=0.0),
+            e_io=(pl.col("alone_io") * pl.col("moved") / pl.when(pl.col("bytes") > 0).then(pl.col("bytes"))).fill_null(
+                0
+            ),
+            t_io=pl.col("alone_io") / pl.col("n_phases"),
+            meets=(pl.col("life_start") <= end) & (pl.col("life_end") >= begin),
+        )
+        .sort("job_id")
+    )
+
+
+def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
+    """The paper's Utilization, IO-slowdown and Max Stretch of a closed-loop replay, and more, over a window.
+
+    Parameters
+    ----------
+    replay : TraceReplay
+        A result of :func:`replay_trace`.
+    window : (float, float), default=None
+        (T_begin, T_end); the whole replay (first phase start to last phase end) when None.
+
+    Returns
+    -------
+    TraceMetrics
+        See the module docstring for the definitions.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from iosets.replay import Device, replay_trace
+    >>> ops = pl.DataFrame({"job_id": ["a", "a"], "rank": [0, 0], "op": ["write"] * 2, "offset": [0, 10**6],
+    ...     "size": [10**6] * 2, "start": [0.0, 6.0], "end": [1.0, 7.0], "file": ["f"] * 2, "phase": [0, 1],
+    ...     "synthetic": [False] * 2})
+    >>> m = trace_metrics(replay_trace(ops, device=Device(bandwidth=1e6, overhead=0, seek=0)))
+    >>> m.utilization, m.io_slowdown, m.max_stretch
+    (0.7142857142857143, 1.0, 1.0)
+    """
+    begin, end = _window(replay, window)
+    width = end - begin
+    notes: dict[str, str] = {}
+    span = f"the window [{begin:g}, {end:g}]"
+    moved = _moved(replay, begin, end) if width > 0 else None
+    if moved is None:
+        notes = {name: f"{span} has no width" for name in TRACE_METRICS}
+        return TraceMetrics(None, None, None, None, None, None, (begin, end), notes=notes)
+    jobs = _per_job(replay, moved, begin, end)
+    work = jobs.filter((pl.col("e_cpu") + pl.col("e_io")) > 0)
+    utilization = max_stretch = None
+    if work.height:
+        utilization = float(jobs["e_cpu"].to_numpy().sum() / jobs["present"].to_numpy().sum())
+        max_stretch = float((work["present"] / (work["e_cpu"] + work["e_io"])).to_numpy().max())
+    else:
+        notes["utilization"] = notes["max_stretch"] = f"no job did any work inside {span}"
+    counted = jobs.filter((pl.col("e_iter") > 0) & (pl.col("t_io") > 0))
+    io_slowdown = None
+    if counted.height:
+        ratios = ((counted["present"] - counted["e_cpu"]) / (counted["t_io"] * counted["e_iter"])).to_numpy()
+        with np.errstate(divide="ignore"):
+            io_slowdown = float(np.exp(np.log(ratios).mean()))
+    else:
+        notes["io_slowdown"] = f"no job completed an I/O phase inside {span}"
+    stretches = jobs.filter(pl.col("meets") & pl.col("stretch").is_finite())["stretch"].to_numpy()
+    mean_stretch = p99_stretch = None
+    if stretches.size:
+        mean_stretch, p99_stretch = float(stretches.mean()), float(np.quantile(stretches, 0.99))
+    else:
+        notes["mean_stretch"] = notes["p99_stretch"] = f"no job with a finite stretch meets {span}"
+    total = float(moved["moved"].sum())
+    shares: dict[Any, float] = {}
+    if total > 0:
+        by_class = moved.group_by("class").agg(pl.col("moved").sum()).sort("class")
+        shares = {label: value / total for label, value in by_class.iter_rows()}
+    else:
+        notes["class_shares"] = f"no byte moved inside {span}"
+    return TraceMetrics(
+        utilization, io_slowdown, max_stretch, mean_stretch, p99_stretch, total / width, (begin, end), shares, notes
+    )

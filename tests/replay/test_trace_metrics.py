@@ -1,0 +1,100 @@
+"""Window metrics of closed-loop trace replays, against hand-computed values."""
+
+import math
+
+import polars as pl
+import pytest
+
+from iosets.errors import InputError
+from iosets.replay import Device, TraceMetrics, replay_trace, trace_metrics
+
+MB = 1_000_000
+DEVICE = Device(queue_depth=1, bandwidth=1e6, overhead=0.0, seek=0.0)  # 1e6 bytes take 1 s
+
+
+def site(rows):
+    """rows: (job_id, start, end, size, phase), all on rank 0."""
+    return pl.DataFrame(
+        {
+            "job_id": [r[0] for r in rows],
+            "rank": 0,
+            "op": "write",
+            "offset": [k * 10 * MB for k in range(len(rows))],
+            "size": [r[3] for r in rows],
+            "start": [float(r[1]) for r in rows],
+            "end": [float(r[2]) for r in rows],
+            "file": [f"{r[0]}.0" for r in rows],
+            "phase": pl.Series([r[4] for r in rows], dtype=pl.Int64),
+            "synthetic": False,
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def two_jobs():
+    """a: one 1 s phase at 0; b: phases at 0, 4 and 7. Replayed: a [0, 1]; b [0, 2], [5, 6], [8, 9]."""
+    ops = site([("a", 0, 1, MB, 0), ("b", 0, 1, MB, 0), ("b", 4, 5, MB, 1), ("b", 7, 8, MB, 2)])
+    return replay_trace(ops, device=DEVICE)
+
+
+def test_whole_replay_window(two_jobs):
+    m = trace_metrics(two_jobs)
+    assert m.window == (0.0, 9.0)
+    # a: present 1, e_cpu 0, e_io 1, one phase of alone time 1; b: present 9, I/O 2 + 1 + 1, e_cpu 5, e_io 3
+    assert m.utilization == pytest.approx(5 / 10)
+    assert m.io_slowdown == pytest.approx(math.sqrt(1 * (4 / 3)))  # a: 1 / 1, b: (9 - 5) / (1 * 3)
+    assert m.max_stretch == pytest.approx(9 / 8)  # b: 9 / (5 + 3); a: 1 / 1
+    assert m.mean_stretch == pytest.approx((1 + 9 / 8) / 2)
+    assert m.p99_stretch == pytest.approx(1 + 0.99 / 8)
+    assert m.throughput == pytest.approx(4 * MB / 9)
+    assert m.class_shares == pytest.approx({"a": 0.25, "b": 0.75})
+    assert m.notes == {}
+
+
+def test_a_window_cutting_phases_and_requests(two_jobs):
+    m = trace_metrics(two_jobs, window=(0.5, 5.5))
+    # a: present 0.5, all I/O, half its request moved (e_io 0.5), its phase ends inside
+    # b: present 5, I/O 1.5 + 0.5, e_cpu 3; served [1, 2] and [5, 6]: 1.5 MB moved, e_io 1.5; one phase ends inside
+    assert m.utilization == pytest.approx(3 / 5.5)
+    assert m.io_slowdown == pytest.approx(math.sqrt(0.5 * 2))  # a: 0.5 / 1, b: (5 - 3) / 1
+    assert m.max_stretch == pytest.approx(5 / 4.5)
+    assert m.throughput == pytest.approx(2 * MB / 5)
+    assert m.class_shares == pytest.approx({"a": 0.25, "b": 0.75})
+    assert m.values() == {
+        "utilization": m.utilization,
+        "io_slowdown": m.io_slowdown,
+        "max_stretch": m.max_stretch,
+        "mean_stretch": m.mean_stretch,
+        "p99_stretch": m.p99_stretch,
+        "throughput": m.throughput,
+    }
+
+
+def test_jobs_queued_behind_each_other_show_it_in_io_slowdown_and_stretch():
+    # three jobs, fcfs: each 2 MB phase waits behind the earlier ones, compute gaps kept
+    ops = site([("a", 0, 2, 2 * MB, 0), ("b", 0, 2, 2 * MB, 0), ("c", 0, 2, 2 * MB, 0), ("c", 3, 5, 2 * MB, 1)])
+    result = replay_trace(ops, scheduler="fcfs", device=DEVICE)
+    ends = result.phases.sort("job_id", "phase")["end"].to_list()
+    assert ends == [2.0, 4.0, 6.0, 9.0]  # c's second phase opens at 6 + 1
+    m = trace_metrics(result)
+    # a: present 2, e_cpu 0; b: present 4, e_cpu 0; c: present 9, I/O 6 + 2, e_cpu 1; alone phases 2 s each
+    assert m.utilization == pytest.approx(1 / 15)
+    assert m.io_slowdown == pytest.approx((1 * 2 * (8 / 4)) ** (1 / 3))
+    assert m.max_stretch == pytest.approx(max(2 / 2, 4 / 2, 9 / 5))
+    assert m.mean_stretch == pytest.approx((1 + 2 + 9 / 5) / 3)
+
+
+def test_an_empty_window_gives_nulls_with_notes(two_jobs):
+    m = trace_metrics(two_jobs, window=(10, 20))
+    assert (m.utilization, m.io_slowdown, m.max_stretch, m.mean_stretch, m.p99_stretch) == (None,) * 5
+    assert m.throughput == 0.0 and m.class_shares == {}
+    assert m.notes["utilization"] == "no job did any work inside the window [10, 20]"
+    assert m.notes["io_slowdown"] == "no job completed an I/O phase inside the window [10, 20]"
+    assert set(m.to_dict()) == {*m.values(), "window", "class_shares", "notes"}
+    assert isinstance(m, TraceMetrics)
+
+
+@pytest.mark.parametrize("window", [(5, 5), (6, 2), (0, math.inf), "ab", (1,)])
+def test_bad_windows_are_refused(two_jobs, window):
+    with pytest.raises(InputError, match="window: expected"):
+        trace_metrics(two_jobs, window=window)
