@@ -84,19 +84,13 @@ def analyze(
         per_log=per_log,
         progress=lambda done, total: progress(done, total=total, description="analyzing"),
     )
-    if result.jobs.is_empty():
-        _remove_stale(output)
-    else:
-        write_frame(result.jobs, output)
+    if _written(result.jobs, output):
         n_logs = int(result.jobs["n_logs"].fill_null(1).sum())
         merged = f" from {n_logs} logs" if n_logs != result.jobs.height else ""
         echo(f"wrote {output}: {result.jobs.height} jobs{merged}")
         echo(rhythm_summary(result.jobs))
-    for table, path in ((result.errors, errors_path), (result.modules, modules_path)):
-        if table.is_empty():
-            _remove_stale(path)
-        else:
-            write_frame(table, path)
+    _written(result.errors, errors_path)
+    _written(result.modules, modules_path)
     _report(result.jobs, result.errors, errors_path, inputs=[*logs, *lists])
 
 
@@ -106,6 +100,17 @@ def rhythm_summary(jobs: pl.DataFrame) -> str:
     reasons = jobs["not_periodic"].drop_nulls().value_counts(sort=True)
     why = ", ".join(f"{code} {count}" for code, count in reasons.iter_rows())
     return f"  {periodic} periodic" + (f"; not periodic: {why}" if why else "")
+
+
+def _written(frame: pl.DataFrame, path: Path) -> bool:
+    """Write ``frame`` to ``path``; when it is empty remove what an earlier run left there instead. True if written."""
+    from .._io import write_frame
+
+    if frame.is_empty():
+        _remove_stale(path)
+        return False
+    write_frame(frame, path)
+    return True
 
 
 def _remove_stale(path: Path) -> None:
@@ -122,10 +127,7 @@ def _report(jobs: pl.DataFrame, errors: pl.DataFrame, errors_path: Path, *, inpu
         raise NothingDoneError(f"no trace found in {', '.join(map(str, inputs))}")
     if not jobs.is_empty() and failed:
         show_warning(f"{failed} logs failed, listed in {errors_path}:")
-    for reason in errors["reason"].head(SHOWN_PROBLEMS):
-        echo(f"  {reason}")
-    if errors.height > SHOWN_PROBLEMS:
-        echo(f"  ... and {errors.height - SHOWN_PROBLEMS} more (all in {errors_path})")
+    _first_few(errors["reason"].to_list(), f" (all in {errors_path})")
     if jobs.is_empty():
         raise NothingDoneError(f"no job analysed: {failed} of {failed} logs failed (see {errors_path})")
 
@@ -218,7 +220,7 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
     """The site trace of many traces: write it, then say how many requests, jobs and skips."""
     if not (traces or lists):
         raise InputError("give Darshan logs, traces or folders, or --manifest FILE")
-    from .._io import check_output, write_frame
+    from .._io import check_output
     from ..analyzer import site_trace
 
     check_output(output, what="site trace")
@@ -228,10 +230,7 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
         window=window,
         progress=lambda done, total: progress(done, total=total, description="reading"),
     )
-    if site.ops.is_empty():
-        _remove_stale(output)
-    else:
-        write_frame(site.ops, output)
+    if _written(site.ops, output):
         skipped_jobs = len(set(site.skipped["job_id"]) - set(site.jobs["job_id"]))
         echo(
             f"wrote {output}: {site.ops.height} requests of {site.jobs.height} jobs "
@@ -254,7 +253,12 @@ def _list_problems(what: str, reasons: list[str]) -> None:
     if not reasons:
         return
     show_warning(f"{what} {len(reasons)}:")
+    _first_few(reasons)
+
+
+def _first_few(reasons: list[str], where: str = "") -> None:
+    """The first SHOWN_PROBLEMS reasons, indented, then ``... and N more`` with ``where`` they all are."""
     for reason in reasons[:SHOWN_PROBLEMS]:
         echo(f"  {reason}")
     if len(reasons) > SHOWN_PROBLEMS:
-        echo(f"  ... and {len(reasons) - SHOWN_PROBLEMS} more")
+        echo(f"  ... and {len(reasons) - SHOWN_PROBLEMS} more{where}")
