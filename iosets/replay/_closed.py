@@ -96,50 +96,65 @@ def _class_labels(frame: pl.DataFrame, classes) -> pl.Series:
     raise InputError(f"classes: expected None, a column name or a mapping job_id -> class, got {classes!r}")
 
 
-def _phase_table(frame: pl.DataFrame) -> pl.DataFrame:
-    """Per chain phase (a job's phase, or a null-phase request alone), in job then date order."""
-    return (
-        frame.group_by("job_id", "_key")
+def _dense_pairs(major: np.ndarray, minor: np.ndarray) -> np.ndarray:
+    """Dense int32 ids of (major, minor) pairs of ids >= 0 (below 2**31), in lexicographic order."""
+    key = major.astype(np.int64) * (int(minor.max(initial=-1)) + 1) + minor
+    top = int(key.max(initial=-1))
+    if top < 4 * key.size + 1024:  # a table of the keys beats a sort of the rows
+        present = np.zeros(top + 1, dtype=bool)
+        present[key] = True
+        return (np.cumsum(present, dtype=np.int32) - 1)[key]
+    return np.unique(key, return_inverse=True)[1].astype(np.int32)
+
+
+def _phase_ids(frame: pl.DataFrame, job: np.ndarray) -> tuple[np.ndarray, pl.DataFrame]:
+    """Each request's chain phase (a job's phase, or a null-phase request alone) and the phase table,
+    in job then recorded start then first row order (``job``: dense job ids in job_id order)."""
+    phase = frame["phase"]
+    code = np.empty(frame.height, dtype=np.int32)
+    has = phase.is_not_null().to_numpy()
+    code[has] = _dense(frame.filter(has), ["phase"]) if phase.null_count() else _dense(frame, ["phase"])
+    code[~has] = int(code[has].max(initial=-1)) + 1 + np.arange(int((~has).sum()), dtype=np.int32)
+    key = _dense_pairs(job, code)
+    table = (
+        pl.DataFrame({"_key": key, "_job": job, "start": frame["start"], "end": frame["end"], "_row": frame["_row"]})
+        .group_by("_key")
         .agg(
+            pl.col("_job").first(),
             pl.col("start").min().alias("recorded_start"),
             pl.col("end").max().alias("recorded_end"),
             pl.col("_row").min(),
         )
-        .sort("job_id", "recorded_start", "_row")
-        .with_columns(pl.int_range(pl.len()).over("job_id").alias("phase"))
-        .with_row_index("_phase")
+        .sort("_job", "recorded_start", "_row")
+        .with_columns(pl.int_range(pl.len()).over("_job").alias("phase"))
     )
+    phase_of_key = np.empty(table.height, dtype=np.int32)
+    phase_of_key[table["_key"].to_numpy()] = np.arange(table.height, dtype=np.int32)
+    return phase_of_key[key], table
 
 
-def _outstanding(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Per group (dense ids), the largest number of its requests in flight at once, at least 1.
+def _gates(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per request (in start order), the request d earlier in its rank-phase group, or -1.
 
-    A request occupies [start, end); one ending as another starts does not overlap it, a
-    request of zero length counts at its date.
+    d is the group's largest number of requests in flight at once, at least 1: a request
+    occupies [start, end), one ending as another starts does not overlap it, one of zero
+    length counts at its date.
     """
-    n_groups = int(group.max(initial=-1)) + 1
-    if n_groups == 0:
-        return np.zeros(0, dtype=np.int64)
-    times = np.concatenate([start, end])
-    delta = np.concatenate([np.ones(start.size, np.int64), -np.ones(end.size, np.int64)])
-    tie = np.concatenate([np.ones(start.size), np.where(end > start, 0.0, 2.0)])  # ends first, zero-length last
-    groups = np.concatenate([group, group])
-    order = np.lexsort((tie, times, groups))
-    level = np.cumsum(delta[order])  # each group nets 0: the running sum restarts at each group
-    firsts = np.flatnonzero(np.r_[True, groups[order][1:] != groups[order][:-1]])
-    return np.maximum(np.maximum.reduceat(level, firsts), 1)
-
-
-def _gates(group: np.ndarray, depth: np.ndarray) -> np.ndarray:
-    """Per request (in engine order), the request d earlier in its rank-phase group, or -1."""
-    order = np.lexsort((np.arange(group.size), group))
-    sorted_group = group[order]
-    first = np.searchsorted(sorted_group, sorted_group, side="left")
-    back = np.arange(group.size) - depth[sorted_group]
-    gate = np.full(group.size, -1, dtype=np.int64)
-    has_gate = back >= first
-    gate[order[has_gate]] = order[back[has_gate]]
+    gate = np.empty(group.size, dtype=np.int64)
+    _engine.chain_gates(group, int(group.max(initial=-1)) + 1, start, end, gate)
     return gate
+
+
+def _streams(frame: pl.DataFrame) -> np.ndarray:
+    """Each request's stream: dense ids of ``file:<file>`` where the file is known, else ``rank:<job_id>:<rank>``."""
+    if not frame["file"].null_count():
+        return _dense(frame, ["file"])
+    has = frame["file"].is_not_null().to_numpy()
+    stream = np.empty(frame.height, dtype=np.int32)
+    stream[has] = _dense(frame.filter(has), ["file"])
+    ranks = frame.filter(~has).select(pl.lit("rank:") + pl.col("job_id") + ":" + pl.col("rank").cast(pl.String))
+    stream[~has] = int(stream[has].max(initial=-1)) + 1 + _dense(ranks, ranks.columns)  # "file:" < "rank:"
+    return stream
 
 
 def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.DataFrame, pl.DataFrame]:
@@ -149,26 +164,16 @@ def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.D
         row = int(frame["_row"].filter(frame["end"].is_null())[0])
         raise InputError(f"site ops row {row}: end: expected a date (the closed loop needs it), got null")
     frame = frame.with_columns(_class_labels(frame, classes).alias("_class"))
-    frame = frame.sort("start", "_row").with_columns(
-        pl.coalesce("phase", -1 - pl.col("_row").cast(pl.Int64)).alias("_key"),  # a null phase: its own
-        pl.coalesce(
-            pl.lit("file:") + pl.col("file"),
-            pl.lit("rank:") + pl.col("job_id") + ":" + pl.col("rank").cast(pl.String),
-        ).alias("_stream"),
-    )
-    phases = _phase_table(frame)
-    frame = frame.join(
-        phases.select("job_id", "_key", "_phase", pl.col("phase").alias("_index")),
-        on=["job_id", "_key"],
-        maintain_order="left",
-    )
-    phase = frame["_phase"].cast(pl.Int32).to_numpy()
+    if not frame["start"].is_sorted():  # site ops are sorted by start: no copy then
+        frame = frame.sort("start", "_row")
+    job_names = frame["job_id"].unique().sort()
+    job = _dense(frame, ["job_id"])
+    phase, phases = _phase_ids(frame, job)
     start, end = frame["start"].to_numpy(), frame["end"].to_numpy()
-    group = _dense(frame, ["_phase", "rank"])
-    gate = _gates(group, _outstanding(group, start, end))
+    group = _dense_pairs(phase, _dense(frame, ["rank"]))
+    gate = _gates(group, start, end)
     opening = phases["recorded_start"].to_numpy()
     released_after = np.where(gate >= 0, end[np.maximum(gate, 0)], opening[phase])
-    job = _dense(phases, ["job_id"])
     index = phases["phase"].to_numpy()
     prev = np.where(index > 0, np.arange(phases.height) - 1, -1).astype(np.int32)
     previous_end = phases["recorded_end"].to_numpy()[np.maximum(prev, 0)]
@@ -177,17 +182,16 @@ def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.D
         think=np.maximum(start - released_after, 0.0),
         prev=prev,
         gap=np.where(prev >= 0, np.maximum(opening - previous_end, 0.0), opening),
-        job=job,
+        job=phases["_job"].to_numpy(),
     )
-    server = np.zeros(frame.height, np.int32)
-    stream = _dense(frame, ["_stream"])
+    stream = _streams(frame)
     trace = RequestTrace(
         arrival=start,
         size=frame["size"].cast(pl.Float64).to_numpy(),
         offset=frame["offset"].fill_null(-1).to_numpy(),  # synthesised: continues nothing
         cls=_dense(frame, ["_class"]),
         stream=stream,
-        server=server,
+        server=np.zeros(frame.height, np.int32),
         phase=phase,
         op=(frame["op"] == "write").cast(pl.Int8).to_numpy(),
         classes=frame["_class"].unique().sort().to_numpy(),
@@ -196,7 +200,9 @@ def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.D
         n_phases=phases.height,
         order=frame["_row"].cast(pl.Int64).to_numpy(),
     )
-    return trace, chains, phases, frame.select("job_id", "_class", "_index", "start", "end")
+    phases = phases.with_columns(job_id=job_names.gather(phases["_job"]).set_sorted())  # in job order
+    keys = frame.select("job_id", "_class", pl.Series("_index", index[phase]), "start", "end")
+    return trace, chains, phases, keys
 
 
 def _run(
@@ -212,9 +218,9 @@ def _run(
     vector: np.ndarray,
 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """One closed-loop C call: (n_units, release, dispatch, complete, unit, phase_start, phase_end)."""
-    release, dispatch, complete = np.full((3, trace.n), np.nan)
-    unit = np.full(trace.n, -1, dtype=np.int64)
-    phase_start, phase_end = np.full((2, trace.n_phases), np.nan)
+    release, dispatch, complete = np.empty((3, trace.n))  # the engine writes every entry, or raises
+    unit = np.empty(trace.n, dtype=np.int64)
+    phase_start, phase_end = np.empty((2, trace.n_phases))
     n_units = _engine.replay_trace(
         scheduler,
         trace.size,

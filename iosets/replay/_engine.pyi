@@ -102,3 +102,13 @@ def replay_trace(
     /,
 ) -> int:
     """Replay request chains in a closed loop through one scheduler; returns the number of dispatched units."""
+
+def chain_gates(
+    group: NDArray[np.int32],
+    n_groups: int,
+    start: NDArray[np.float64],
+    end: NDArray[np.float64],
+    gate: NDArray[np.int64],
+    /,
+) -> None:
+    """The closed loop's gates of recorded requests in start order: the request of the group depth requests earlier."""

@@ -152,8 +152,12 @@ class RequestTrace:
 
 def _dense(frame: pl.DataFrame, columns: list[str]) -> np.ndarray:
     """Dense 0-based ids of the distinct values of ``columns``, in sorted order."""
-    key = pl.struct(columns) if len(columns) > 1 else pl.col(columns[0])
-    return frame.select(key.rank("dense").cast(pl.Int32) - 1).to_series().to_numpy()
+    if len(columns) == 1:  # a hash lookup among the few distinct values, not a sort of every row
+        values = frame[columns[0]]
+        distinct = values.unique().sort()
+        ids = np.arange(distinct.len(), dtype=np.int32)
+        return values.replace_strict(distinct, ids, return_dtype=pl.Int32).cast(pl.Int32).to_numpy()
+    return frame.select(pl.struct(columns).rank("dense").cast(pl.Int32) - 1).to_series().to_numpy()
 
 
 def _phases_by_gap(frame: pl.DataFrame, gap: float) -> np.ndarray:

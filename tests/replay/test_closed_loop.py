@@ -232,3 +232,35 @@ def test_ctrl_c_stops_a_long_closed_loop_replay():
     assert child.returncode != 0 and "done" not in out
     call_line = code.splitlines().index("_engine.replay_trace(*args)") + 1
     assert err.rstrip().endswith(f"line {call_line}, in <module>\nKeyboardInterrupt")  # raised in the C call
+
+
+def reference_gates(group, start, end):
+    """The gates by sorting the start and end events of each group: the level's maximum is its depth."""
+    n = group.size
+    times = np.concatenate([start, end])
+    delta = np.concatenate([np.ones(n, np.int64), -np.ones(n, np.int64)])
+    tie = np.concatenate([np.ones(n), np.where(end > start, 0.0, 2.0)])  # ends first, zero-length last
+    groups = np.concatenate([group, group])
+    order = np.lexsort((tie, times, groups))
+    level = np.cumsum(delta[order])
+    depth = np.ones(group.max() + 1, np.int64)
+    np.maximum.at(depth, groups[order], level)
+    gate = np.full(n, -1, np.int64)
+    for g in range(depth.size):
+        members = np.flatnonzero(group == g)
+        gate[members[depth[g] :]] = members[: members.size - depth[g]]
+    return gate
+
+
+def test_gates_keep_each_ranks_recorded_depth_on_random_traces():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n, n_groups = int(rng.integers(1, 500)), int(rng.integers(1, 20))
+        start = np.sort(np.round(rng.random(n) * rng.choice([1, 10]), int(rng.integers(0, 3))))
+        end = start + np.round(rng.random(n), int(rng.integers(0, 3))) * (rng.random(n) < 0.8)  # ties, zero lengths
+        group = rng.integers(0, n_groups, n).astype(np.int32)
+        gate = np.empty(n, np.int64)
+        _engine.chain_gates(group, n_groups, start, end, gate)
+        np.testing.assert_array_equal(gate, reference_gates(group, start, end))
+    with pytest.raises(ValueError, match="request 1: group out of range"):
+        _engine.chain_gates(np.array([0, 2], np.int32), 2, np.zeros(2), np.ones(2), np.empty(2, np.int64))

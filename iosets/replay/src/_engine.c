@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "chain_gates.h"
 #include "phase_engine.h"
 #include "request_engine.h"
 
@@ -518,6 +519,53 @@ fail:
     return NULL;
 }
 
+PyDoc_STRVAR(chain_gates_doc,
+"chain_gates(group, n_groups, start, end, gate, /)\n"
+"--\n\n"
+"The closed loop's gates of recorded requests, in recorded start order.\n\n"
+"A group's depth is the largest number of its requests in flight at once, at least 1\n"
+"(a request occupies [start, end); one ending as another starts does not overlap it, one\n"
+"of zero length counts at its date); a request's gate is the request of its group depth\n"
+"requests earlier, or -1.\n\n"
+"Parameters\n----------\n"
+"group : int32 array of n, in [0, n_groups)\n"
+"n_groups : int\n"
+"start, end : float64 arrays of n; start sorted, end >= start\n"
+"gate : int64 output array of n\n");
+
+static PyObject *py_chain_gates(PyObject *self, PyObject *args)
+{
+    PyObject *objs[4];
+    int n_groups;
+    if (!PyArg_ParseTuple(args, "OiOOO", &objs[0], &n_groups, &objs[1], &objs[2], &objs[3]))
+        return NULL;
+    enum { N_BUF = 4 };
+    buffer b[N_BUF];
+    memset(b, 0, sizeof(b));
+    if (get_buffer(objs[0], &b[0], "group", "i", 4, -1, 0) < 0)
+        goto fail;
+    Py_ssize_t n = b[0].view.len / 4;
+    if (get_buffer(objs[1], &b[1], "start", "d", 8, n, 0) < 0 || get_buffer(objs[2], &b[2], "end", "d", 8, n, 0) < 0 ||
+        get_buffer(objs[3], &b[3], "gate", "q", 8, n, 1) < 0)
+        goto fail;
+    const int32_t *group = b[0].view.buf;
+    const double *start = b[1].view.buf, *end = b[2].view.buf;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (group[i] < 0 || group[i] >= n_groups || !(end[i] >= start[i]) || (i > 0 && !(start[i] >= start[i - 1]))) {
+            PyErr_Format(PyExc_ValueError, "chain_gates: request %zd: group out of range, end before start or "
+                         "start not sorted", i);
+            goto fail;
+        }
+    int rc = chain_gates(n, group, n_groups, start, end, b[3].view.buf);
+    release_all(b, N_BUF);
+    if (rc != RE_OK)
+        return PyErr_NoMemory();
+    Py_RETURN_NONE;
+fail:
+    release_all(b, N_BUF);
+    return NULL;
+}
+
 /* One scheduler's [(name, default, allowed, doc), ...]. */
 static PyObject *parameter_list(const re_sched_ops *ops)
 {
@@ -563,6 +611,7 @@ static PyMethodDef methods[] = {
     {"replay_requests", py_replay_requests, METH_VARARGS, replay_requests_doc},
     {"replay_trace", py_replay_trace, METH_VARARGS, replay_trace_doc},
     {"scheduler_params", py_scheduler_params, METH_NOARGS, scheduler_params_doc},
+    {"chain_gates", py_chain_gates, METH_VARARGS, chain_gates_doc},
     {NULL, NULL, 0, NULL},
 };
 

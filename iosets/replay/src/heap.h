@@ -39,7 +39,20 @@
         h->items = NULL;                                                                       \
     }                                                                                          \
                                                                                                \
-    /* The caller guarantees size < capacity (every engine bounds its heaps). */               \
+    /* Doubles the capacity when the heap is full; 0 when out of memory. */                    \
+    static inline int name##_make_room(name *h)                                                \
+    {                                                                                          \
+        if (h->size < h->capacity)                                                             \
+            return 1;                                                                          \
+        name##_item *items = realloc(h->items, (size_t)(2 * h->capacity) * sizeof(name##_item)); \
+        if (items == NULL)                                                                     \
+            return 0;                                                                          \
+        h->items = items;                                                                      \
+        h->capacity *= 2;                                                                      \
+        return 1;                                                                              \
+    }                                                                                          \
+                                                                                               \
+    /* The caller guarantees size < capacity (a bound, or make_room). */                       \
     static inline void name##_push(name *h, key_t key, int32_t id)                             \
     {                                                                                          \
         int64_t i = h->size++;                                                                 \

@@ -13,8 +13,10 @@
 /* A dispatched unit in the device; slots are recycled once the unit completes,
  * so the engine's memory follows the outstanding units, not the trace. */
 typedef struct {
-    int64_t first;      /* first member request; the others follow through member_next */
+    int64_t first;      /* first member request */
     int64_t count;
+    int64_t *members;   /* all the members when count > 1; kept with the slot, grown as needed */
+    int64_t capacity;   /* of members */
     int64_t next;       /* next outstanding slot of the same server, or the next free slot */
     double dispatched;
     double start;       /* service start */
@@ -24,7 +26,6 @@ typedef struct {
 typedef struct {
     unit_slot *slots;
     int64_t n_slots, free_slot;
-    int64_t *member_next;   /* [n] next request of the same aggregated unit */
     int64_t *head, *tail;   /* [n_servers] outstanding slots */
     int32_t *outstanding;   /* [n_servers] */
     double *busy_until;     /* [n_servers] completion of the last dispatched unit */
@@ -34,7 +35,7 @@ typedef struct {
     char *is_dirty;
     int32_t n_dirty;
     heap done;              /* (completion of the head unit, server) */
-    heap wake;              /* (scheduler wake-up date, server) */
+    heap wake;              /* (scheduler wake-up date, server), grown as needed */
     int64_t n_completed;    /* requests */
     int64_t buffer[MAX_UNIT];
 } engine_state;
@@ -98,7 +99,7 @@ static int64_t take_slot(engine_state *e)
         if (slots == NULL)
             return -1;
         for (int64_t i = e->n_slots; i < grown; i++)
-            slots[i].next = i + 1 < grown ? i + 1 : -1;
+            slots[i] = (unit_slot){.next = i + 1 < grown ? i + 1 : -1};
         e->slots = slots;
         e->free_slot = e->n_slots;
         e->n_slots = grown;
@@ -118,21 +119,31 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
         if (k < 0)
             return RE_NOMEM;
         if (k == 0) {
-            if (wake < INFINITY)
+            if (wake < INFINITY) {
+                if (!heap_make_room(&e->wake))
+                    return RE_NOMEM;
                 heap_push(&e->wake, wake > now ? wake : now, server);
+            }
             return RE_OK;
         }
         int64_t slot = take_slot(e);
         if (slot < 0)
             return RE_NOMEM;
         unit_slot *u = &e->slots[slot];
+        if (k > u->capacity) { /* members kept only for aggregated units */
+            int64_t *members = realloc(u->members, (size_t)k * sizeof(int64_t));
+            if (members == NULL)
+                return RE_NOMEM;
+            u->members = members;
+            u->capacity = k;
+        }
+        if (k > 1)
+            memcpy(u->members, e->buffer, (size_t)k * sizeof(int64_t));
         int64_t id = out->n_units++;
         for (int64_t j = 0; j < k; j++) {
             out->dispatch[e->buffer[j]] = now;
             out->unit[e->buffer[j]] = id;
         }
-        for (int64_t j = 0; j + 1 < k; j++) /* links only for aggregated units */
-            e->member_next[e->buffer[j]] = e->buffer[j + 1];
         u->first = e->buffer[0];
         u->count = k;
         u->dispatched = now;
@@ -166,12 +177,10 @@ static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state 
     e->free_slot = slot;
     e->outstanding[server]--;
     e->n_completed += u.count;
-    int64_t req = u.first;
     for (int64_t j = 0; j < u.count; j++) {
+        int64_t req = u.count > 1 ? u.members[j] : u.first;
         out->complete[req] = now;
         e->buffer[j] = req;
-        if (j + 1 < u.count)
-            req = e->member_next[req];
     }
     ops->complete(s, server, e->buffer, u.count, u.dispatched, u.start, now);
     mark_dirty(e, server);
@@ -180,8 +189,9 @@ static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state 
 
 static void state_free(engine_state *e)
 {
+    for (int64_t i = 0; e->slots != NULL && i < e->n_slots; i++)
+        free(e->slots[i].members);
     free(e->slots);
-    free(e->member_next);
     free(e->head);
     free(e->tail);
     free(e->outstanding);
@@ -200,10 +210,9 @@ static engine_state *state_new(const re_requests *rq)
     engine_state *e = calloc(1, sizeof(engine_state));
     if (e == NULL)
         return NULL;
-    size_t n = (size_t)(rq->n > 0 ? rq->n : 1), ns = (size_t)(rq->n_servers > 0 ? rq->n_servers : 1);
+    size_t ns = (size_t)(rq->n_servers > 0 ? rq->n_servers : 1);
     e->n_slots = 64;
-    e->slots = malloc((size_t)e->n_slots * sizeof(unit_slot));
-    e->member_next = malloc(n * sizeof(int64_t));
+    e->slots = calloc((size_t)e->n_slots, sizeof(unit_slot));
     e->head = malloc(ns * sizeof(int64_t));
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
@@ -212,9 +221,9 @@ static engine_state *state_new(const re_requests *rq)
     e->last_end = malloc(ns * sizeof(int64_t));
     e->dirty = malloc(ns * sizeof(int32_t));
     e->is_dirty = calloc(ns, 1);
-    /* every server has at most one entry in `done`; wake-ups are bounded by dispatch attempts */
-    int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)(2 * n + ns));
-    if (!ok || !e->slots || !e->member_next || !e->head || !e->tail || !e->outstanding ||
+    /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
+    int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
+    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding ||
         !e->busy_until || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;

@@ -5,10 +5,14 @@
  * served by WFQ with weights from their priorities.
  *
  * A request larger than its quantum waits size / weight rounds; rounds in which
- * no queue can send are skipped at once (their quanta added to the credits), so a
- * pick costs O(classes) whatever the weights, with AGIOS's results (exactly so
- * for whole-byte weights and sizes). */
+ * no queue can send are skipped at once (their quanta added to the credits), with
+ * AGIOS's results (exactly so for whole-byte weights and sizes). The round robin
+ * visits only the non-empty queues, found through a bitmap per server: visiting an
+ * empty queue only resets its credit, which the queue left behind the round robin
+ * already had reset (it emptied while current, and was visited empty on leaving),
+ * so a pick costs O(non-empty queues) whatever the weights and the classes. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "request_engine.h"
@@ -18,7 +22,6 @@ struct re_sched {
     const re_requests *rq;
     const double *weight; /* [n_classes] bytes per round */
     int32_t n_classes;
-    int64_t *next;        /* [n] links of the phases' waiting requests */
     req_ring *queue;      /* [n_servers * n_classes] */
     int64_t n_queues;
     int failed;           /* out of memory in enqueue */
@@ -26,11 +29,13 @@ struct re_sched {
     double *credit;       /* [n_servers * n_classes] */
     char *in_round;       /* [n_servers * n_classes] */
     int32_t *current;     /* [n_servers] queue of the round robin */
+    uint64_t *busy;       /* [n_servers * n_words] bit c: queue c of the server is not empty */
+    int32_t n_words;
     int64_t *pending;     /* [n_servers] requests queued */
     /* iosets-wfq only */
     int exclusive;
     int64_t *phase_left;  /* [n_phases] requests not completed yet */
-    req_queue *phase_wait;/* [n_phases] arrived requests of a phase not admitted yet */
+    req_ring *phase_wait; /* [n_phases] arrived requests of a phase not admitted yet */
     char *phase_seen;     /* [n_phases] */
     int32_t *active;      /* [n_classes] admitted phase of each set, -1 if none */
     int64_t *phase_next;  /* [n_phases] FIFO of waiting phases per set */
@@ -41,12 +46,14 @@ static void wfq_destroy(re_sched *s)
 {
     for (int64_t q = 0; s->queue != NULL && q < s->n_queues; q++)
         ring_free(&s->queue[q]);
-    free(s->next);
+    for (int64_t p = 0; s->phase_wait != NULL && p < s->rq->n_phases; p++)
+        ring_free(&s->phase_wait[p]);
     free(s->queue);
     free(s->amount);
     free(s->credit);
     free(s->in_round);
     free(s->current);
+    free(s->busy);
     free(s->pending);
     free(s->phase_left);
     free(s->phase_wait);
@@ -76,18 +83,19 @@ static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *
     s->weight = ctx->weight;
     s->n_classes = rq->n_classes;
     s->exclusive = exclusive;
-    s->next = malloc(sizeof(int64_t) * at_least_one(rq->n));
     s->queue = calloc(at_least_one(nq), sizeof(req_ring));
     s->n_queues = nq;
     s->amount = calloc(at_least_one(nq), sizeof(double));
     s->credit = calloc(at_least_one(nq), sizeof(double));
     s->in_round = calloc(at_least_one(nq), 1);
     s->current = calloc(at_least_one(rq->n_servers), sizeof(int32_t));
+    s->n_words = (rq->n_classes + 63) / 64;
+    s->busy = calloc(at_least_one((int64_t)rq->n_servers * s->n_words), sizeof(uint64_t));
     s->pending = calloc(at_least_one(rq->n_servers), sizeof(int64_t));
-    int ok = s->next && s->queue && s->amount && s->credit && s->in_round && s->current && s->pending;
+    int ok = s->queue && s->amount && s->credit && s->in_round && s->current && s->busy && s->pending;
     if (ok && exclusive) {
         s->phase_left = calloc(at_least_one(rq->n_phases), sizeof(int64_t));
-        s->phase_wait = malloc(sizeof(req_queue) * at_least_one(rq->n_phases));
+        s->phase_wait = calloc(at_least_one(rq->n_phases), sizeof(req_ring));
         s->phase_seen = calloc(at_least_one(rq->n_phases), 1);
         s->phase_next = malloc(sizeof(int64_t) * at_least_one(rq->n_phases));
         s->active = malloc(sizeof(int32_t) * at_least_one(rq->n_classes));
@@ -100,7 +108,6 @@ static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *
         return NULL;
     }
     if (exclusive) {
-        rq_init(s->phase_wait, rq->n_phases);
         rq_init(s->set_wait, rq->n_classes);
         for (int32_t c = 0; c < rq->n_classes; c++)
             s->active[c] = -1;
@@ -123,9 +130,12 @@ static re_sched *iosets_create(const re_context *ctx, int *rc, int64_t *bad)
 
 static void to_wfq_queue(re_sched *s, int64_t req)
 {
-    int32_t server = s->rq->server[req];
-    if (!ring_push(&s->queue[(int64_t)server * s->n_classes + s->rq->cls[req]], req))
+    int32_t server = s->rq->server[req], c = s->rq->cls[req];
+    req_ring *queue = &s->queue[(int64_t)server * s->n_classes + c];
+    if (!ring_push(queue, req))
         s->failed = 1;
+    else if (queue->count == 1)
+        s->busy[(int64_t)server * s->n_words + c / 64] |= UINT64_C(1) << (c % 64);
     s->pending[server]++;
 }
 
@@ -142,8 +152,9 @@ static void admit_next_phase(re_sched *s, int32_t set)
         return;
     int64_t phase = rq_pop(waiting, s->phase_next);
     s->active[set] = (int32_t)phase;
-    while (s->phase_wait[phase].head >= 0)
-        to_wfq_queue(s, rq_pop(&s->phase_wait[phase], s->next));
+    while (s->phase_wait[phase].count)
+        to_wfq_queue(s, ring_pop(&s->phase_wait[phase]));
+    ring_free(&s->phase_wait[phase]); /* the phase's next requests go straight to the queues */
 }
 
 static void iosets_enqueue(re_sched *s, int32_t server, int64_t req, double now)
@@ -157,39 +168,53 @@ static void iosets_enqueue(re_sched *s, int32_t server, int64_t req, double now)
         s->phase_seen[phase] = 1;
         rq_push(&s->set_wait[set], s->phase_next, phase);
     }
-    rq_push(&s->phase_wait[phase], s->next, req);
+    if (!ring_push(&s->phase_wait[phase], req))
+        s->failed = 1;
     admit_next_phase(s, set);
 }
 
-/* Whole rounds in which no queue of the server can send, every queue being between
- * rounds. A head of `size` bytes goes in the k-th round, k the smallest with
- * credit + k weight >= size; floor((size - credit) / weight) - 1 is k - 1, or k - 2
- * when the quotient is not whole (better one empty round played than one skipped
- * too many). */
-static double empty_rounds(const re_sched *s, int64_t base)
+/* The first non-empty queue of the server from class `from` on, or -1. */
+static int32_t next_busy(const re_sched *s, int32_t server, int32_t from)
 {
-    double rounds = INFINITY;
-    for (int32_t c = 0; c < s->n_classes; c++) {
-        int64_t head = ring_peek(&s->queue[base + c]);
-        if (head >= 0) {
-            double need = floor((s->rq->size[head] - s->credit[base + c]) / s->weight[c]) - 1;
-            rounds = need < rounds ? need : rounds;
-        }
+    const uint64_t *bits = s->busy + (int64_t)server * s->n_words;
+    for (int32_t w = from / 64; w < s->n_words; w++) {
+        uint64_t word = w == from / 64 ? bits[w] & (~UINT64_C(0) << (from % 64)) : bits[w];
+        if (word)
+            return w * 64 + __builtin_ctzll(word);
     }
-    return rounds;
+    return -1;
 }
 
-/* Skips the rounds in which no queue of the server can send, at once. */
-static void skip_empty_rounds(re_sched *s, int64_t base)
+/* Sends the head of queue q (class c) if its round's amount covers it. */
+static int64_t send_head(re_sched *s, int32_t server, int32_t c, int64_t *out)
 {
-    double rounds = empty_rounds(s, base);
-    if (!(rounds >= 1))
-        return;
-    for (int32_t c = 0; c < s->n_classes; c++)
-        if (ring_peek(&s->queue[base + c]) >= 0)
-            s->credit[base + c] += rounds * s->weight[c];
+    int64_t q = (int64_t)server * s->n_classes + c;
+    int64_t head = ring_peek(&s->queue[q]);
+    if (head < 0 || s->amount[q] - s->rq->size[head] < 0)
+        return 0;
+    out[0] = ring_pop(&s->queue[q]);
+    s->amount[q] -= s->rq->size[head];
+    s->pending[server]--;
+    s->current[server] = c;
+    if (s->queue[q].count == 0)
+        s->busy[(int64_t)server * s->n_words + c / 64] &= ~(UINT64_C(1) << (c % 64));
+    return 1;
 }
 
+/* Adds `rounds` quanta to the credit of every non-empty queue of the server. */
+static void skip_rounds(re_sched *s, int32_t server, double rounds)
+{
+    int64_t base = (int64_t)server * s->n_classes;
+    for (int32_t c = next_busy(s, server, 0); c >= 0; c = next_busy(s, server, c + 1))
+        s->credit[base + c] += rounds * s->weight[c];
+}
+
+/* Round robin over the server's non-empty queues from the current one, which may be
+ * in its round. After every whole pass in which no queue could send but the first
+ * (from the second wrap on), the rounds in which none could are skipped at once: a head
+ * of `size` bytes goes in the k-th round, k the smallest with credit + k weight >= size;
+ * floor((size - credit) / weight) - 1 is k - 1, or k - 2 when the quotient is not whole
+ * (better one empty round played than one skipped too many). */
 static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
 {
     if (s->failed)
@@ -197,30 +222,34 @@ static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, i
     if (s->pending[server] == 0)
         return 0;
     int64_t base = (int64_t)server * s->n_classes;
-    int passes = 0; /* passes over the classes begun in this call (none sent) */
+    int32_t c = s->current[server];
+    int64_t q = base + c;
+    if (!s->in_round[q])
+        s->amount[q] = s->weight[c] + s->credit[q];
+    s->in_round[q] = 1;
+    if (send_head(s, server, c, out))
+        return 1;
+    s->credit[q] = ring_peek(&s->queue[q]) >= 0 ? s->amount[q] : 0;
+    s->in_round[q] = 0;
+    int wraps = 0;
+    double rounds = INFINITY; /* rounds to skip, over the pass since the last wrap */
     for (;;) {
-        int32_t c = s->current[server];
-        int64_t q = base + c;
-        if (!s->in_round[q]) {
-            s->amount[q] = s->weight[c] + s->credit[q];
-            s->in_round[q] = 1;
+        c = next_busy(s, server, c + 1);
+        if (c < 0) {
+            if (wraps++ > 0 && rounds >= 1)
+                skip_rounds(s, server, rounds);
+            rounds = INFINITY;
+            c = next_busy(s, server, 0);
         }
-        int64_t head = ring_peek(&s->queue[q]);
-        if (head >= 0 && s->amount[q] - s->rq->size[head] >= 0) {
-            out[0] = ring_pop(&s->queue[q]);
-            s->amount[q] -= s->rq->size[head];
-            s->pending[server]--;
+        q = base + c;
+        s->amount[q] = s->weight[c] + s->credit[q];
+        if (send_head(s, server, c, out)) {
+            s->in_round[q] = 1;
             return 1;
         }
-        s->credit[q] = head >= 0 ? s->amount[q] : 0;
-        s->in_round[q] = 0;
-        if (c + 1 < s->n_classes) {
-            s->current[server] = c + 1;
-            continue;
-        }
-        s->current[server] = 0;
-        if (passes++ > 0) /* a whole pass where no queue could send */
-            skip_empty_rounds(s, base);
+        s->credit[q] = s->amount[q];
+        double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
+        rounds = need < rounds ? need : rounds;
     }
 }
 
