@@ -25,7 +25,9 @@ def workload_site_ops(workload: Workload, *, request_size: int) -> pl.DataFrame:
     0 bytes, so that every phase keeps its place in the chain. Replayed closed-loop
     (:func:`iosets.replay.replay_trace`) on a device of bandwidth B without overhead or
     seek, the trace reproduces the workload's phases; phase 0's compute is the gap
-    before the job's first request.
+    before the job's first request, in no request: give :func:`iosets.replay.trace_metrics`
+    the jobs' starts, ``jobs=pl.DataFrame({"job_id": workload.ids, "start": workload.release})``,
+    for window metrics that count it.
 
     Parameters
     ----------

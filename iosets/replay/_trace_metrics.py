@@ -1,15 +1,19 @@
 """The phase model's window metrics for a closed-loop trace replay, plus stretch, throughput and shares.
 
-Per job, over the window [Tb, Te]: its life is [start of its first I/O phase, end of its last];
-``present`` is the part of its life inside the window, ``e_cpu`` the part of that outside its I/O
-phases (compute gaps, never slowed), ``e_iter`` the I/O phases ending inside the window, ``T_io``
-the mean I/O phase time of its alone replay, and ``e_io`` the alone I/O time of the bytes it moved
-inside the window (each request moves its bytes evenly over its service on the device, which serves
-one unit at a time; a job's alone seconds per byte are its alone I/O time over its bytes). Then, as
-in :mod:`._metrics` with ``present`` in place of the window's width (equal for jobs that live
-through the window, as a phase workload's jobs do): Utilization = sum e_cpu / sum present,
-IO-slowdown = geometric mean of (present - e_cpu) / (T_io e_iter), Max Stretch = max present /
-(e_cpu + e_io).
+Per job, over the window [Tb, Te]: its life runs from its start (the ``jobs`` table's ``start``
+when given, else its first request; compute before the first request is in no trace) to the end of
+its last I/O phase; ``present`` is the part of its life inside the window, ``e_cpu`` the part of
+that outside its I/O phases (compute, never slowed), ``e_iter`` the I/O phases ending inside the
+window, ``T_io`` the mean I/O phase time of its alone replay, and ``e_io`` the alone I/O time of the
+bytes it moved inside the window (each request moves its bytes evenly over its service on the
+device, which serves one unit at a time; a job's alone seconds per byte are its alone I/O time over
+its bytes). Then, as in :mod:`._metrics` with ``present`` in place of the window's width (equal for
+jobs that live through the window, as a phase workload's jobs do): Utilization = sum e_cpu / sum
+present, IO-slowdown = geometric mean of (present - e_cpu) / (T_io e_iter), Max Stretch = max
+present / (e_cpu + e_io). Utilization bound = sum e_cpu / sum (e_cpu + e_io): the utilization had no
+job ever waited (each job present only for its work); its phase-model analogue is the same sum over
+the phase timeline, which for jobs alternating t_cpu and t_io through the window is the
+1 - omega / N of :class:`~._metrics.PhaseMetrics` (omega = sum of the jobs' alpha_io).
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ from ..errors import InputError
 if TYPE_CHECKING:
     from ._closed import TraceReplay
 
-TRACE_METRICS = ("utilization", "io_slowdown", "max_stretch", "mean_stretch", "p99_stretch", "throughput")
+TRACE_METRICS = (
+    "utilization",
+    "utilization_bound",
+    "io_slowdown",
+    "max_stretch",
+    "mean_stretch",
+    "p99_stretch",
+    "throughput",
+)
 """The scalar metrics' names, in :class:`TraceMetrics` order."""
 
 
@@ -36,11 +48,11 @@ class TraceMetrics:
 
     Attributes
     ----------
-    utilization, io_slowdown, max_stretch : float or None
-        The phase model's metrics (module docstring).
+    utilization, utilization_bound, io_slowdown, max_stretch : float or None
+        The phase model's metrics and the utilization had no job waited (module docstring).
     mean_stretch, p99_stretch : float or None
-        Mean and 99th percentile (linear) of ``stretch`` (runtime / alone runtime) over the jobs
-        whose replayed life meets the window.
+        Mean and 99th percentile (linear) of the stretch (runtime / alone runtime, both from the
+        job's start) over the jobs whose life meets the window.
     throughput : float or None
         Bytes moved inside the window / its width (B/s).
     window : tuple of float
@@ -52,6 +64,7 @@ class TraceMetrics:
     """
 
     utilization: float | None
+    utilization_bound: float | None
     io_slowdown: float | None
     max_stretch: float | None
     mean_stretch: float | None
@@ -71,11 +84,13 @@ class TraceMetrics:
         return {**self.values(), "window": list(self.window), "class_shares": shares, "notes": dict(self.notes)}
 
 
-def _window(replay: TraceReplay, window) -> tuple[float, float]:
-    """The window asked for, checked, or the whole replay's span."""
+def _window(replay: TraceReplay, window, starts: pl.DataFrame) -> tuple[float, float]:
+    """The window asked for, checked, or the whole replay's span (from the earliest job start)."""
     if window is None:
-        starts, ends = replay.phases["start"].to_numpy(), replay.phases["end"].to_numpy()
-        return float(starts.min(initial=0.0)), float(ends.max(initial=0.0))
+        known = starts.join(replay.jobs.select("job_id"), on="job_id")["start"].drop_nulls().to_numpy()
+        first = np.concatenate([replay.phases["start"].to_numpy(), known])
+        ends = replay.phases["end"].to_numpy()
+        return (float(first.min()), float(ends.max())) if ends.size else (0.0, 0.0)
     try:
         begin, end = (float(value) for value in window)
     except (TypeError, ValueError):
@@ -83,6 +98,27 @@ def _window(replay: TraceReplay, window) -> tuple[float, float]:
     if not begin < end or not math.isfinite(begin + end):
         raise InputError(f"window: expected finite T_BEGIN < T_END, got ({begin:g}, {end:g})")
     return begin, end
+
+
+def _job_starts(jobs) -> pl.DataFrame:
+    """``job_id`` and ``start`` (Float64, null: unknown) of a jobs table, checked; empty when None."""
+    empty = pl.DataFrame(schema={"job_id": pl.String, "start": pl.Float64})
+    if jobs is None:
+        return empty
+    if not isinstance(jobs, pl.DataFrame) or not {"job_id", "start"} <= set(jobs.columns):
+        found = jobs.columns if isinstance(jobs, pl.DataFrame) else type(jobs).__name__
+        raise InputError(f"jobs: expected a polars DataFrame with job_id and start columns, got {found}")
+    try:
+        starts = jobs.select(pl.col("job_id").cast(pl.String), pl.col("start").cast(pl.Float64))
+    except pl.exceptions.PolarsError:
+        raise InputError(f"jobs: start: expected dates in seconds, got {jobs.schema['start']}") from None
+    repeated = starts.filter(pl.col("job_id").is_duplicated())
+    if repeated.height:
+        raise InputError(f"jobs: expected one row per job, got job_id {repeated['job_id'][0]!r} more than once")
+    bad = starts.filter(pl.col("start").is_not_null() & ~pl.col("start").is_finite())
+    if bad.height:
+        raise InputError(f"jobs: job {bad['job_id'][0]!r}: start: expected a finite date, got {bad['start'][0]}")
+    return starts
 
 
 def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
@@ -104,28 +140,36 @@ def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
     return frame.select("job_id", "class", "size").with_columns(moved=before(end) - before(begin))
 
 
-def _per_job(replay: TraceReplay, moved: pl.DataFrame, begin: float, end: float) -> pl.DataFrame:
-    """Per job: present, e_cpu, e_io, e_iter, t_io and stretch (module docstring)."""
+def _per_job(replay: TraceReplay, moved: pl.DataFrame, starts: pl.DataFrame, begin: float, end: float) -> pl.DataFrame:
+    """Per job: present, e_cpu, e_io, e_iter, t_io and stretch from the job's start (module docstring)."""
     inside = pl.min_horizontal(pl.col("end"), end) - pl.max_horizontal(pl.col("start"), begin)
     phases = replay.phases.group_by("job_id").agg(
-        pl.col("start").min().alias("life_start"),
+        pl.col("start").min().alias("first_io"),
+        pl.col("recorded_start").min().alias("first_request"),
         pl.col("end").max().alias("life_end"),
         inside.clip(lower_bound=0.0).sum().alias("io_in"),
         pl.col("end").is_between(begin, end).sum().alias("e_iter"),
         (pl.col("end") - pl.col("start")).sum().alias("io"),
         pl.len().alias("n_phases"),
     )
+    late = phases.join(starts, on="job_id").filter(pl.col("start") > pl.col("first_request"))
+    if late.height:
+        job, start, first = late["job_id"][0], late["start"][0], late["first_request"][0]
+        raise InputError(f"jobs: job {job!r}: start: expected a date <= its first request ({first:g}), got {start:g}")
     moved_bytes = moved.group_by("job_id").agg(pl.col("size").sum().alias("bytes"), pl.col("moved").sum())
-    jobs = replay.jobs.select("job_id", "stretch", "io_slowdown").join(phases, on="job_id")
-    jobs = jobs.join(moved_bytes, on="job_id")
+    jobs = replay.jobs.select("job_id", "runtime", "alone_runtime", "io_slowdown").join(phases, on="job_id")
+    jobs = jobs.join(moved_bytes, on="job_id").join(starts, on="job_id", how="left")
     alone_io = (
         pl.when(pl.col("io_slowdown").is_finite() & (pl.col("io_slowdown") > 0))
         .then(pl.col("io") / pl.col("io_slowdown"))
         .otherwise(0.0)
     )
+    life_start = pl.coalesce("start", "first_io")
+    lead = pl.col("first_io") - pl.col("life_start")  # compute before the first request: no trace has it
     present = (pl.min_horizontal("life_end", end) - pl.max_horizontal("life_start", begin)).clip(lower_bound=0.0)
     return (
-        jobs.with_columns(alone_io=alone_io, present=present)
+        jobs.with_columns(alone_io=alone_io, life_start=life_start)
+        .with_columns(present=present, stretch=(pl.col("runtime") + lead) / (pl.col("alone_runtime") + lead))
         .with_columns(
             e_cpu=(pl.col("present") - pl.col("io_in")).clip(lower_bound=0.0),
             e_io=(pl.col("alone_io") * pl.col("moved") / pl.when(pl.col("bytes") > 0).then(pl.col("bytes"))).fill_null(
@@ -138,7 +182,7 @@ def _per_job(replay: TraceReplay, moved: pl.DataFrame, begin: float, end: float)
     )
 
 
-def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
+def trace_metrics(replay: TraceReplay, *, window=None, jobs: pl.DataFrame | None = None) -> TraceMetrics:
     """The paper's Utilization, IO-slowdown and Max Stretch of a closed-loop replay, and more, over a window.
 
     Parameters
@@ -146,7 +190,12 @@ def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
     replay : TraceReplay
         A result of :func:`replay_trace`.
     window : (float, float), default=None
-        (T_begin, T_end); the whole replay (first phase start to last phase end) when None.
+        (T_begin, T_end); the whole replay (first job start or phase start to last phase end) when None.
+    jobs : polars.DataFrame, default=None
+        The jobs' ``job_id`` and ``start`` on the trace's clock (a site trace's jobs table, whose
+        ``start`` is the Darshan start; a phase workload's release dates), so that the compute
+        before a job's first request counts; a job absent or with a null start starts at its first
+        request, as all do when None. A start after the job's first request is refused.
 
     Returns
     -------
@@ -164,23 +213,27 @@ def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
     >>> m.utilization, m.io_slowdown, m.max_stretch
     (0.7142857142857143, 1.0, 1.0)
     """
-    begin, end = _window(replay, window)
+    starts = _job_starts(jobs)
+    begin, end = _window(replay, window, starts)
     width = end - begin
     notes: dict[str, str] = {}
     span = f"the window [{begin:g}, {end:g}]"
     moved = _moved(replay, begin, end) if width > 0 else None
     if moved is None:
         notes = {name: f"{span} has no width" for name in TRACE_METRICS}
-        return TraceMetrics(None, None, None, None, None, None, (begin, end), notes=notes)
-    jobs = _per_job(replay, moved, begin, end)
-    work = jobs.filter((pl.col("e_cpu") + pl.col("e_io")) > 0)
-    utilization = max_stretch = None
+        return TraceMetrics(None, None, None, None, None, None, None, (begin, end), notes=notes)
+    per_job = _per_job(replay, moved, starts, begin, end)
+    work = per_job.filter((pl.col("e_cpu") + pl.col("e_io")) > 0)
+    utilization = utilization_bound = max_stretch = None
     if work.height:
-        utilization = float(jobs["e_cpu"].to_numpy().sum() / jobs["present"].to_numpy().sum())
+        compute = per_job["e_cpu"].to_numpy().sum()
+        utilization = float(compute / per_job["present"].to_numpy().sum())
+        utilization_bound = float(compute / (work["e_cpu"] + work["e_io"]).to_numpy().sum())
         max_stretch = float((work["present"] / (work["e_cpu"] + work["e_io"])).to_numpy().max())
     else:
-        notes["utilization"] = notes["max_stretch"] = f"no job did any work inside {span}"
-    counted = jobs.filter((pl.col("e_iter") > 0) & (pl.col("t_io") > 0))
+        why = f"no job did any work inside {span}"
+        notes |= {"utilization": why, "utilization_bound": why, "max_stretch": why}
+    counted = per_job.filter((pl.col("e_iter") > 0) & (pl.col("t_io") > 0))
     io_slowdown = None
     if counted.height:
         ratios = ((counted["present"] - counted["e_cpu"]) / (counted["t_io"] * counted["e_iter"])).to_numpy()
@@ -188,7 +241,7 @@ def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
             io_slowdown = float(np.exp(np.log(ratios).mean()))
     else:
         notes["io_slowdown"] = f"no job completed an I/O phase inside {span}"
-    stretches = jobs.filter(pl.col("meets") & pl.col("stretch").is_finite())["stretch"].to_numpy()
+    stretches = per_job.filter(pl.col("meets") & pl.col("stretch").is_finite())["stretch"].to_numpy()
     mean_stretch = p99_stretch = None
     if stretches.size:
         mean_stretch, p99_stretch = float(stretches.mean()), float(np.quantile(stretches, 0.99))
@@ -202,5 +255,14 @@ def trace_metrics(replay: TraceReplay, *, window=None) -> TraceMetrics:
     else:
         notes["class_shares"] = f"no byte moved inside {span}"
     return TraceMetrics(
-        utilization, io_slowdown, max_stretch, mean_stretch, p99_stretch, total / width, (begin, end), shares, notes
+        utilization=utilization,
+        utilization_bound=utilization_bound,
+        io_slowdown=io_slowdown,
+        max_stretch=max_stretch,
+        mean_stretch=mean_stretch,
+        p99_stretch=p99_stretch,
+        throughput=total / width,
+        window=(begin, end),
+        class_shares=shares,
+        notes=notes,
     )

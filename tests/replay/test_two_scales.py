@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.datasets import make_iosets_workload, workload_site_ops
+from iosets.datasets import figure_seed, make_figure_workload, make_iosets_workload, workload_site_ops
 from iosets.errors import InputError
 from iosets.replay import Device, assign_policy, replay_phases, replay_trace, trace_metrics
 from iosets.workload import Workload
@@ -74,6 +74,7 @@ def test_a_job_alone_replays_to_the_phase_engine_dates_and_metrics():
     phase = replay_phases(wl, "exclusive-fcfs").metrics.values()
     trace = trace_metrics(replay, window=wl.window).values()
     assert {name: trace[name] for name in TARGETS} == pytest.approx(phase, rel=1e-9)
+    assert trace["utilization_bound"] == pytest.approx(trace["utilization"], rel=1e-12)  # alone: it never waits
     assert replay.jobs["stretch"].to_list() == pytest.approx([1.0], rel=1e-12)
 
 
@@ -90,6 +91,27 @@ PROFILES = [(2, 1.0, 0.1), (2, 10.0, 1.0), (2, 100.0, 10.0)]
 
 def fig6_like(window) -> Workload:
     return make_iosets_workload(PROFILES, horizon=400, window=window, random_state=0)
+
+
+def test_set10_io_slowdown_on_fig6_moves_more_than_its_target_when_computes_move_less_than_a_request():
+    # why Fig. 6's per-seed agreement is judged on seed means for SET-10 too: the phase engine alone,
+    # each compute moved by at most 1e-5 of itself (< 0.1 ms for the 10 s jobs, a 1 MiB request takes
+    # 1.05 ms), reorders the sets' FCFS queues; measured over these 10 draws on seed 2: IO-slowdown -5.6 %
+    # to +2.1 %, Utilization within 0.1 %, Max Stretch within 0.9 %
+    workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 2))
+    base = replay_phases(workload, "set-10").metrics.values()
+    rng = np.random.default_rng(0)
+    changes = []
+    for _ in range(10):
+        t_cpu = workload.t_cpu * (1 + rng.uniform(-1e-5, 1e-5, workload.n_phases))
+        moved = Workload.from_arrays(
+            workload.ids, workload.release, workload.phase_job, t_cpu, workload.io_bytes, window=workload.window
+        )
+        values = replay_phases(moved, "set-10").metrics.values()
+        changes.append({name: values[name] / base[name] - 1 for name in TARGETS})
+    spread = {name: max(abs(c[name]) for c in changes) for name in TARGETS}
+    assert spread["io_slowdown"] > TARGETS["io_slowdown"], spread
+    assert spread["utilization"] < TARGETS["utilization"], spread
 
 
 @pytest.fixture(scope="module")
@@ -129,14 +151,26 @@ def test_a_request_as_large_as_a_phase_is_not_the_fluid_model(inside):
     assert worst(relative_errors(inside, "set-10", 10**9)) > 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="window edge: one 100 s job issues its first request at 152 s, inside the default window "
-    "(120, 280); its compute before that request is not in its trace, so trace_metrics counts the "
-    "job from 152 s while the phase model counts its compute from 120 s (Utilization -0.75 %, "
-    "Max Stretch +3.9 % at 1e6-byte requests)",
-)
-def test_a_job_that_starts_inside_the_window_is_seen_from_its_first_request():
+def job_starts(workload: Workload) -> pl.DataFrame:
+    """The jobs' starts on the trace's clock: a phase workload's jobs start computing at their release."""
+    return pl.DataFrame({"job_id": workload.ids, "start": workload.release})
+
+
+def test_a_job_that_starts_before_its_first_request_is_seen_from_its_start():
+    # the default window (120, 280): one 100 s job is released before it and issues its first request
+    # at 152 s; its compute before that request is in no trace, the jobs' starts give it
     workload = fig6_like(None)
     assert workload.window == (120.0, 280.0)
-    assert worst(relative_errors(workload, "set-10", 10**6)) <= 1
+    ops = workload_site_ops(workload, request_size=10**6)
+    first = ops.group_by("job_id").agg(pl.col("start").min()).join(job_starts(workload), on="job_id", suffix="_job")
+    assert first.filter((pl.col("start_job") < 120) & (pl.col("start") > 120)).height == 1
+    phase = replay_phases(workload, "set-10").metrics.values()
+    replay = replay_as_requests(workload, "set-10", 10**6)
+    seen = trace_metrics(replay, window=workload.window, jobs=job_starts(workload)).values()
+    unseen = trace_metrics(replay, window=workload.window).values()
+    errors = {name: abs(seen[name] / phase[name] - 1) for name in TARGETS}
+    assert worst(errors) <= 1, errors
+    # measured from the starts: -0.005 %, +0.04 %, +0.001 %; from its first request the job is present and
+    # computes 32 s less inside the window: Utilization -0.76 %, Max Stretch +3.9 %
+    assert unseen["utilization"] / phase["utilization"] - 1 < -TARGETS["utilization"]
+    assert unseen["max_stretch"] / phase["max_stretch"] - 1 > TARGETS["max_stretch"]
