@@ -31,6 +31,7 @@ __all__ = [
     "JOBS",
     "MODULE_TOTALS",
     "NOT_PERIODIC_CODES",
+    "NOT_PERIODIC_MEANINGS",
     "OPS",
     "RECOMMENDATION",
     "RECOMMENDED_JOBS",
@@ -41,6 +42,9 @@ __all__ = [
     "SITE_OPS",
     "TIMELINE",
     "TRACE_REPLAY_JOBS",
+    "TRACE_REPLAY_PHASES",
+    "TRACE_REPLAY_POLICIES",
+    "TRACE_REPLAY_SHARES",
     "TUNE_RANKING",
     "WORKLOAD_JOBS",
     "WORKLOAD_PHASES",
@@ -304,7 +308,17 @@ SITE_OPS = TableSchema(
 
 # --------------------------------------------------------------------------------------------- jobs
 
-NOT_PERIODIC_CODES = ("no_io", "no_timeline", "few_bytes", "io_bound", "few_phases", "irregular", "short_run")
+NOT_PERIODIC_MEANINGS = {
+    "no_io": "moved no byte",
+    "no_timeline": "has counters only (no DXT, no HEATMAP): nothing says when it did I/O",
+    "few_bytes": "moved too few bytes for its rhythm to matter (console output, a config file)",
+    "io_bound": "does I/O most of its run: no compute between its phases",
+    "few_phases": "has too few I/O phases for a period",
+    "irregular": "has phases, but no period explains their spacing with enough confidence",
+    "short_run": "ran for too few periods for its period to be trusted",
+}
+"""What each ``not_periodic`` code says about a job ("the job ..."), in the order the analyzer's gates try them."""
+NOT_PERIODIC_CODES = tuple(NOT_PERIODIC_MEANINGS)
 """Why a job has no period (the jobs table's ``not_periodic``), in the order the analyzer's gates try them."""
 
 _JOB_COLUMNS = (
@@ -695,7 +709,8 @@ TIMELINE = TableSchema(
 
 REQUEST_RESULTS = TableSchema(
     "request results",
-    "Per request of a request replay (`RequestReplay.requests()`).",
+    "Per request of a request replay (`iosets replay-requests -o`; `RequestReplay.requests()` gives all but `size` "
+    "and `scheduler`).",
     (
         Column("row", pl.Int64, "Row of the request in the source ops table."),
         Column("class", None, "The request's class (value of the class_by column)."),
@@ -703,12 +718,15 @@ REQUEST_RESULTS = TableSchema(
         Column("dispatch", pl.Float64, "Date the scheduler sent it to the device (s)."),
         Column("complete", pl.Float64, "Completion date (s)."),
         Column("unit", pl.Int64, "Dispatched unit (several requests aggregated by aIOLi share one)."),
+        Column("size", pl.Int64, "Bytes the request moved.", check=pl.col("size") >= 0, expect="bytes >= 0"),
+        Column("scheduler", pl.String, "Scheduler replayed."),
     ),
 )
 
 REQUEST_CLASSES = TableSchema(
     "request classes",
-    "Per class of a request replay (`RequestReplay.metrics.classes`, `iosets replay-requests --json`).",
+    "Per class of a request replay (written beside the request results as `<name>.classes.<ext>`; "
+    "`RequestReplay.metrics.classes` and `iosets replay-requests --json` give all but `scheduler`).",
     (
         Column("class", None, "Class."),
         Column("bytes", pl.Float64, "Bytes served."),
@@ -724,13 +742,16 @@ REQUEST_CLASSES = TableSchema(
         Column("latency_p99", pl.Float64, "99th percentile latency (s)."),
         Column("reservation", pl.Float64, "RBFQ reservation, null if none.", nullable=True),
         Column("reservation_met", pl.Boolean, "Served at least 99 % of the reservation; null if none.", nullable=True),
+        Column("scheduler", pl.String, "Scheduler replayed."),
     ),
 )
 
 TUNE_RANKING = TableSchema(
     "tune ranking",
-    "Candidate mappings replayed and ranked by `iosets tune`, best first. The jobs replayed (periodic, with an "
-    "alpha_io; with `--overlap` those running at the busiest instant) are those `tune_selection` keeps and counts.",
+    "Candidate mappings replayed and ranked by `iosets tune -o`, best first: by the idealised phase replay, or with "
+    "`--site` by the closed-loop replay of the site's trace (its metrics are then the trace replay's). The jobs "
+    "replayed (periodic, with an alpha_io; with `--overlap` those running at the busiest instant) are those "
+    "`tune_selection` keeps and counts.",
     (
         Column("rank", pl.UInt32, "1 = recommended."),
         Column("mapping", pl.String, "Mapping: set-<b>, gmm or fair-share."),
@@ -743,6 +764,14 @@ TUNE_RANKING = TableSchema(
             nullable=True,
         ),
         Column("max_stretch", pl.Float64, "Max Stretch; null when no job worked in the window.", nullable=True),
+        Column(
+            "idealised_rank",
+            pl.UInt32,
+            "`--site`: the candidate's rank in the idealised tuning of the same jobs; null for a candidate it does "
+            "not hold, and in the idealised tuning itself.",
+            required=False,
+            nullable=True,
+        ),
     ),
 )
 
@@ -759,6 +788,108 @@ TRACE_REPLAY_JOBS = TableSchema(
         Column("stretch", pl.Float64, "runtime / alone_runtime.", nullable=True),
         Column("io_slowdown", pl.Float64, "Time in I/O phases / the same alone.", nullable=True),
         Column("wait", pl.Float64, "runtime - alone_runtime (s)."),
+    ),
+)
+
+TRACE_REPLAY_PHASES = TableSchema(
+    "trace replay phases",
+    "Per I/O phase and policy of a closed-loop trace replay (written beside the per-job table as "
+    "`<name>.phases.<ext>`): when each phase could have started, started and ended under the policy. A request "
+    "with no phase in the site trace is a phase of its own.",
+    (
+        Column("job_id", pl.String, "Job."),
+        Column("policy", pl.String, "Scheduler replayed."),
+        Column(
+            "phase", pl.Int64, "Phase index within the job, in date order.", check=pl.col("phase") >= 0, expect=">= 0"
+        ),
+        Column("class", pl.String, "Class the scheduler served the phase's requests in: the set, or the job."),
+        Column("set", pl.Int64, "The job's set in the recommendation; null when the job is not in it.", nullable=True),
+        Column("bytes", pl.Int64, "Bytes the phase moved.", check=pl.col("bytes") >= 0, expect="bytes >= 0"),
+        Column("recorded_start", pl.Float64, "First recorded request start (s)."),
+        Column(
+            "recorded_end",
+            pl.Float64,
+            "Last recorded request end (s).",
+            check=pl.col("recorded_end") >= pl.col("recorded_start"),
+            expect="a date >= recorded_start",
+        ),
+        Column(
+            "ready",
+            pl.Float64,
+            "Date the phase became eligible in the replay: the previous phase's replayed end plus the recorded "
+            "compute gap; the first phase's recorded start (s).",
+        ),
+        Column(
+            "start",
+            pl.Float64,
+            "Date the device began serving its first request (s): the request's dispatch, or the previous unit's "
+            "completion when that is later (fcfs sends every request to the device as it arrives; the device "
+            "serves one unit at a time). start - ready is the phase's wait.",
+            check=pl.col("start") >= pl.col("ready"),
+            expect="a date >= ready",
+        ),
+        Column(
+            "end",
+            pl.Float64,
+            "Date its last request completed (s).",
+            check=pl.col("end") >= pl.col("start"),
+            expect="a date >= start",
+        ),
+    ),
+)
+
+_TRACE_METRIC_DOCS = (
+    ("utilization", "Utilization: compute seconds over the jobs' present seconds in the window."),
+    ("utilization_bound", "Utilization the jobs would reach if none ever waited: compute over compute + alone I/O."),
+    ("io_slowdown", "IO-slowdown: geometric mean over jobs of time in I/O over the same alone."),
+    ("max_stretch", "Max Stretch: the largest present seconds over compute + alone I/O seconds."),
+    ("mean_stretch", "Mean of the jobs' stretch (runtime / alone runtime) among those meeting the window."),
+    ("p99_stretch", "99th percentile of that stretch."),
+    ("throughput", "Bytes moved inside the window / its width (bytes/s)."),
+)
+
+TRACE_REPLAY_POLICIES = TableSchema(
+    "trace replay policies",
+    "One row per policy of a closed-loop trace replay (written beside the per-job table as `<name>.policies.<ext>`; "
+    "`iosets replay-trace --json` prints the same numbers): the phase model's window metrics (`trace_metrics`). "
+    "A metric is null where the window cannot give it.",
+    (
+        Column("policy", pl.String, "Scheduler replayed."),
+        *(Column(name, pl.Float64, doc, nullable=True) for name, doc in _TRACE_METRIC_DOCS),
+        Column("window_start", pl.Float64, "Start of the metrics' window (s)."),
+        Column(
+            "window_end",
+            pl.Float64,
+            "End of the metrics' window (s).",
+            check=pl.col("window_end") >= pl.col("window_start"),
+            expect="a date >= window_start",
+        ),
+    ),
+)
+
+TRACE_REPLAY_SHARES = TableSchema(
+    "trace replay shares",
+    "Per policy and set of a closed-loop trace replay (written beside the per-job table as `<name>.shares.<ext>`): "
+    "the bytes each set moved inside the metrics' window (a job not in the recommendation counts in its "
+    "conservative set).",
+    (
+        Column("policy", pl.String, "Scheduler replayed."),
+        Column("set", pl.Int64, "Set."),
+        Column(
+            "bytes",
+            pl.Float64,
+            "Bytes the set's jobs moved inside the window.",
+            check=pl.col("bytes") >= 0,
+            expect="bytes >= 0",
+        ),
+        Column(
+            "share",
+            pl.Float64,
+            "Share of the bytes moved inside the window; null when none moved.",
+            nullable=True,
+            check=pl.col("share").is_between(0, 1),
+            expect="a number in [0, 1]",
+        ),
     ),
 )
 
@@ -779,6 +910,9 @@ SCHEMAS: dict[str, TableSchema] = {
         REQUEST_CLASSES,
         TUNE_RANKING,
         TRACE_REPLAY_JOBS,
+        TRACE_REPLAY_PHASES,
+        TRACE_REPLAY_POLICIES,
+        TRACE_REPLAY_SHARES,
     )
 }
 """Every documented table, by name (the order of ``docs/formats.md``)."""

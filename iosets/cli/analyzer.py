@@ -59,7 +59,7 @@ def analyze(
         raise InputError("give Darshan logs or folders, --manifest FILE, or --ops FILE")
     if ops is not None and (logs or lists):
         raise InputError("give Darshan logs, folders or --manifest FILE, or --ops FILE, not both")
-    from .._io import check_output, write_frame
+    from .._io import check_output, companion_path, write_frame
 
     check_output(output, what="jobs table")
     if ops is not None:
@@ -72,8 +72,8 @@ def analyze(
         return
     from ..analyzer import analyze as analyze_logs
 
-    errors_path = check_output(output.with_name(f"{output.stem}.errors{output.suffix}"), what="errors table")
-    modules_path = check_output(output.with_name(f"{output.stem}.modules{output.suffix}"), what="module table")
+    errors_path = check_output(companion_path(output, "errors"), what="errors table")
+    modules_path = check_output(companion_path(output, "modules"), what="module table")
     result = analyze_logs(
         logs,
         manifests=lists,
@@ -220,10 +220,11 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
     """The site trace of many traces: write it, then say how many requests, jobs and skips."""
     if not (traces or lists):
         raise InputError("give Darshan logs, traces or folders, or --manifest FILE")
-    from .._io import check_output
+    from .._io import check_output, companion_path
     from ..analyzer import site_trace
 
     check_output(output, what="site trace")
+    jobs_path = check_output(companion_path(output, "jobs"), what="site jobs table")
     site = site_trace(
         traces,
         manifests=lists,
@@ -231,11 +232,12 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
         progress=lambda done, total: progress(done, total=total, description="reading"),
     )
     if _written(site.ops, output):
+        _written(site.jobs, jobs_path)
         skipped_jobs = len(set(site.skipped["job_id"]) - set(site.jobs["job_id"]))
         echo(
             f"wrote {output}: {site.ops.height} requests of {site.jobs.height} jobs "
             f"({int(site.ops['synthetic'].sum())} synthesised from HEATMAP); "
-            f"skipped {skipped_jobs} counters-only jobs"
+            f"skipped {skipped_jobs} counters-only jobs; their jobs table in {jobs_path}"
         )
     _list_problems("skipped", [f"{path}: {reason}" for path, reason in site.skipped.select("path", "reason").rows()])
     _list_problems("failed", site.errors["reason"].to_list())

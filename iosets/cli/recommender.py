@@ -190,14 +190,22 @@ def _recommend_new_job(
 
 def tune(
     jobs_path: Annotated[Path, typer.Argument(metavar="JOBS", help="Jobs table with w_iter and alpha_io.")],
-    bandwidth: Annotated[float, typer.Option(help="File system bandwidth (bytes/s).")] = 1e9,
-    horizon: Annotated[float | None, typer.Option(help="Replay length (s); default 20 x the largest w_iter.")] = None,
+    bandwidth: Annotated[
+        float | None, typer.Option(help="File system bandwidth (bytes/s); default 1e9. Not with --site.")
+    ] = None,
+    horizon: Annotated[
+        float | None, typer.Option(help="Replay length (s); default 20 x the largest w_iter. Not with --site.")
+    ] = None,
     bases: Annotated[str, typer.Option(help="Comma-separated SET-b bases to try.")] = TUNE_BASES,
     gmm: Annotated[bool, typer.Option(help="Also try the Gaussian-mixture mapping.")] = True,
     seed: Annotated[int, typer.Option(help="Seed of the jobs' release dates.")] = 0,
     overlap: Annotated[
-        bool, typer.Option("--overlap", help="Replay only the jobs whose recorded runs contain the busiest instant.")
+        bool,
+        typer.Option(
+            "--overlap", help="Replay only the jobs whose recorded runs contain the busiest instant. Not with --site."
+        ),
     ] = False,
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the ranking (.parquet or .csv).")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the ranking as JSON only (the jobs used go to stderr).")
     ] = False,
@@ -215,32 +223,66 @@ def tune(
     with --overlap, only those whose recorded runs contain the busiest instant.
     The first lines say how many jobs were used, why the others were left out, and when their runs do not overlap.
     """
-    from .._io import read_frame
+    from .._io import check_output, read_frame
     from ..replay import tune as tune_mappings
     from ..replay import tune_selection
 
+    _check_tune_options(
+        site is not None,
+        idealised_only={"--bandwidth": bandwidth is not None, "--horizon": horizon is not None, "--overlap": overlap},
+        site_only={"--mapping": mapping is not None, "--device": device is not None, "--dask": dask is not None},
+    )
+    if output is not None:
+        check_output(output, what="ranking")
     jobs = read_frame(jobs_path, what="jobs table")
     if site is not None:
-        _tune_site(jobs, site, parse_numbers(bases, "--bases"), gmm, mapping, device, workers, dask, seed, as_json)
+        ranking = _tune_site(
+            jobs, site, parse_numbers(bases, "--bases"), gmm, mapping, device, workers, dask, seed, as_json
+        )
+        if output is not None:
+            _write_ranking(ranking, output)
         return
     ranking = tune_mappings(
         jobs,
         bases=parse_numbers(bases, "--bases"),
         gmm=gmm,
-        bandwidth=bandwidth,
+        bandwidth=1e9 if bandwidth is None else bandwidth,
         horizon=horizon,
         random_state=seed,
         overlap=overlap,
     )
     for line in tune_selection(jobs, overlap=overlap).summary.splitlines():
         echo(line, stderr=as_json)
+    if output is not None:
+        _write_ranking(ranking, output)
     if as_json:
         print_json(ranking.to_dicts())
         return
     show(ranking_table(ranking, title=f"Mappings replayed on {jobs_path.name}"))
 
 
-def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_json) -> None:
+def _check_tune_options(with_site: bool, *, idealised_only: dict[str, bool], site_only: dict[str, bool]) -> None:
+    """Refuse an option ``tune`` would ignore: an idealised replay's with --site, a --site one without it."""
+    if with_site:
+        given = [name for name, used in idealised_only.items() if used]
+        if given:
+            raise InputError(f"{given[0]} does not apply with --site (the trace replay takes its dates from the trace)")
+        return
+    given = [name for name, used in site_only.items() if used]
+    if given:
+        raise InputError(f"{given[0]} applies only with --site SITE")
+
+
+def _write_ranking(ranking: pl.DataFrame, output: Path) -> None:
+    """Write a tuning ranking, checked as :data:`~iosets.schemas.TUNE_RANKING` (null ``idealised_rank``: no --site)."""
+    from .._io import write_frame
+    from ..schemas import TUNE_RANKING
+
+    write_frame(TUNE_RANKING.validate(ranking, source=str(output)), output)
+    echo(f"wrote {output}")
+
+
+def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_json) -> pl.DataFrame:
     """``iosets tune --site``: the candidates ranked by trace replay, and how far the idealised ranking differs."""
     from .._io import read_frame
     from ..replay import read_device, tune_site
@@ -270,9 +312,10 @@ def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_
                 "top_idealised": got.top_idealised,
             }
         )
-        return
+        return got.ranking
     show(ranking_table(got.ranking, title=f"Mappings replayed on the trace {site.name}"))
     echo(summary, stderr=False)
+    return got.ranking
 
 
 def export(

@@ -14,8 +14,10 @@ from ._parse import parse_names, parse_numbers, parse_pairs, parse_profile, pars
 from ._tables import Column, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
-    import polars as pl
     from rich.console import RenderableType
+
+    from ..replay import RequestReplay
+    from ..replay._compare import PolicyComparison
 
 METRICS_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
@@ -160,13 +162,21 @@ def replay_requests(
     device: Annotated[
         list[str] | None, typer.Option(help=f"Device parameter key=value: {', '.join(DEVICE_PARAMETERS)}.")
     ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the per-request results, and the per-class table as NAME.classes."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
 ) -> None:
     """Replay a request trace through a scheduler and the device model; print per-class shares."""
+    from .._io import check_output, companion_path
     from ..analyzer import read_ops
     from ..replay import Device
     from ..replay import replay_requests as replay_trace
 
+    if output is not None:
+        check_output(output, what="request results")
+        check_output(companion_path(output, "classes"), what="per-class results")
     ops = read_ops(ops_path)
     if class_by not in ops.columns:
         raise InputError(f"--class-by: {ops_path} has no column {class_by!r}")
@@ -181,6 +191,9 @@ def replay_requests(
         limits=parse_pairs(limit, "--limit", key) or None,
         **parse_pairs(param, "--param"),
     )
+    if output is not None:
+        _write_request_tables(result, scheduler, output)
+        echo(f"wrote {output}, {companion_path(output, 'classes')}")
     metrics = _report_metrics(result.metrics, as_json)
     if metrics is None:
         return
@@ -192,6 +205,22 @@ def replay_requests(
         f"mean aggregation {shown(metrics['mean_aggregation_size'], '{:.2f}')}",
         stderr=False,
     )
+
+
+def _write_request_tables(result: RequestReplay, scheduler: str, output: Path) -> None:
+    """Write the per-request results at ``output`` and the per-class table beside it, with the scheduler's name."""
+    import polars as pl
+
+    from .._io import companion_path, write_frame
+    from ..schemas import REQUEST_CLASSES, REQUEST_RESULTS
+
+    named = pl.lit(scheduler).alias("scheduler")
+    size = pl.Series("size", result.trace.size).cast(pl.Int64)
+    results = result.requests().with_columns(size, named)
+    classes_path = companion_path(output, "classes")
+    classes = result.metrics.classes.with_columns(named)
+    write_frame(REQUEST_RESULTS.validate(results, source=str(output)), output)
+    write_frame(REQUEST_CLASSES.validate(classes, source=str(classes_path)), classes_path)
 
 
 def experiment(
@@ -263,24 +292,41 @@ def calibrate(
 TRACE_POLICY_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
     Column("util", field("utilization", "{:.4f}")),
+    Column("util bound", field("utilization_bound", "{:.4f}")),
     Column("IOS", field("io_slowdown", "{:.3f}")),
     Column("MS", field("max_stretch", "{:.3f}")),
     Column("mean stretch", field("mean_stretch", "{:.3f}")),
     Column("p99 stretch", field("p99_stretch", "{:.3f}")),
     Column("MB/s", field("throughput", "{:.2f}", scale=1e-6)),
 )
-"""Per-policy metrics of ``compare_policies`` (its ``share_set_<s>`` columns are added per set)."""
+"""Per-policy metrics of ``compare_policies`` (a ``share_set_<s>`` column per set is added after them)."""
 
 
-def trace_policy_table(per_policy: pl.DataFrame, *, title: str) -> RenderableType:
+def trace_policy_rows(comparison: PolicyComparison) -> list[dict[str, Any]]:
+    """Each policy's row of ``comparison.policies`` with ``share_set_<s>``: set s's share of the window's bytes."""
+    shares: dict[str, dict[str, Any]] = {}
+    for row in comparison.shares.iter_rows(named=True):
+        shares.setdefault(row["policy"], {})[f"share_set_{row['set']}"] = row["share"]
+    return [{**row, **shares.get(row["policy"], {})} for row in comparison.policies.iter_rows(named=True)]
+
+
+def trace_policy_table(comparison: PolicyComparison, *, title: str) -> RenderableType:
     """The per-policy comparison of a trace replay, with each set's byte share in per cent."""
-    shares = [name for name in per_policy.columns if name.startswith("share_set_")]
+    rows = trace_policy_rows(comparison)
+    sets = comparison.shares["set"].unique(maintain_order=True).to_list()
     columns = (
         *TRACE_POLICY_COLUMNS,
-        *(Column(f"set {name.removeprefix('share_set_')} %", field(name, "{:.1f}", scale=100)) for name in shares),
+        *(Column(f"set {s} %", field(f"share_set_{s}", "{:.1f}", scale=100)) for s in sets),
     )
-    caption = "IOS: IO-slowdown, MS: Max Stretch (the phase model's, over the window); set %: bytes moved in it"
-    return render_table(per_policy, columns, title=title, caption=caption)
+    caption = (
+        "util bound: utilization if no job ever waited; IOS: IO-slowdown, MS: Max Stretch (the phase model's, over "
+        "the window); set %: bytes moved in it"
+    )
+    return render_table(rows, columns, title=title, caption=caption)
+
+
+TRACE_COMPANIONS = {"phases": "per-phase replay", "policies": "per-policy metrics", "shares": "per-set shares"}
+"""Tables ``replay-trace -o NAME.EXT`` writes beside the per-job one, as ``NAME.<companion>.EXT``: what each holds."""
 
 
 def replay_trace(
@@ -291,32 +337,49 @@ def replay_trace(
     ),
     device: Annotated[Path | None, typer.Option(help="Device JSON (`Device.to_dict`, `iosets calibrate`).")] = None,
     window: Annotated[str | None, typer.Option(help="Metric window T_BEGIN,T_END (s); default: the replay.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the per-job predictions.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output",
+            "-o",
+            help="Write the per-job predictions, and beside them NAME.phases, NAME.policies and NAME.shares.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print per-policy and per-job numbers as JSON only.")] = False,
 ) -> None:
     """Replay a site trace in a closed loop under each policy; predict each job's stretch and the platform's metrics.
 
     iosets-wfq and rbfq get one class per set of the recommendation, the other schedulers one class
     per job with equal weights; jobs missing from it go to its conservative (largest) set.
+    With -o, four tables: per job, per phase (ready, start and end dates), per policy (the metrics) and
+    per set (bytes moved in the window). The site's jobs table written beside SITE by `iosets ingest
+    --site` (NAME.jobs) gives the jobs' start dates, so that compute before a job's first request counts.
     """
-    from .._io import check_output, read_frame, write_frame
+    from .._io import check_output, companion_path, read_frame, write_frame
     from ..replay import compare_policies, read_device
 
+    paths: dict[str, Path] = {}
     if output is not None:
-        check_output(output, what="per-job predictions")
+        paths["jobs"] = check_output(output, what="per-job predictions")
+        for name, what in TRACE_COMPANIONS.items():
+            paths[name] = check_output(companion_path(output, name), what=what)
     policies = parse_names(compare)
     chosen_window = None if window is None else parse_window(window)
     site_ops = read_frame(site_path, what="site trace")
+    jobs_path = companion_path(site_path, "jobs")
+    site_jobs = read_frame(jobs_path, what="site jobs table").select("job_id", "start") if jobs_path.exists() else None
     rec = read_frame(rec_path, what="recommendation")
     chosen_device = None if device is None else read_device(device)
     with warnings_to_stderr():
-        per_policy, per_job = compare_policies(site_ops, rec, policies, device=chosen_device, window=chosen_window)
-    if output is not None:
-        write_frame(per_job, output)
+        comparison = compare_policies(
+            site_ops, rec, policies, device=chosen_device, window=chosen_window, site_jobs=site_jobs
+        )
+    for name, path in paths.items():
+        write_frame(getattr(comparison, name), path)
+    if paths:
+        echo(f"wrote {', '.join(map(str, paths.values()))}")
     if as_json:
-        print_json({"policies": per_policy.to_dicts(), "jobs": per_job.to_dicts()})
+        print_json({"policies": trace_policy_rows(comparison), "jobs": comparison.jobs.to_dicts()})
         return
-    title = f"{site_path}: {per_job['job_id'].n_unique()} jobs replayed in a closed loop"
-    show(trace_policy_table(per_policy, title=title))
-    if output is not None:
-        echo(f"wrote {output}")
+    title = f"{site_path}: {comparison.jobs['job_id'].n_unique()} jobs replayed in a closed loop"
+    show(trace_policy_table(comparison, title=title))

@@ -11,7 +11,7 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._calibrate import FIT_PARAMETERS, Calibration, calibrate
     from ._closed import TraceReplay, replay_trace
-    from ._compare import compare_policies
+    from ._compare import PolicyComparison, compare_policies
     from ._device import Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
     from ._metrics import PhaseMetrics
@@ -38,6 +38,7 @@ _EXPORTS = {
     "TraceReplay": "._closed",
     "replay_trace": "._closed",
     "compare_policies": "._compare",
+    "PolicyComparison": "._compare",
     "Device": "._device",
     "read_device": "._device",
     "EXPERIMENT_POLICIES": "._experiments",

@@ -4,28 +4,52 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import polars as pl
 
 from .._validation import check_choice
 from ..errors import InputError
-from ..schemas import RECOMMENDATION
+from ..schemas import RECOMMENDATION, TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_POLICIES, TRACE_REPLAY_SHARES
 from ._closed import TraceReplay, replay_trace
 from ._device import Device
 from ._requests import SCHEDULERS
-from ._trace_metrics import TRACE_METRICS, trace_metrics
+from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
 
 SET_POLICIES = ("iosets-wfq", "rbfq")
 """Policies that get one class per set of the recommendation; the others get one class per job, equal weights."""
 
-JOB_COLUMNS = ("job_id", "policy", "recorded_runtime", "runtime", "alone_runtime", "stretch", "io_slowdown", "wait")
-"""Columns of the per-job frame (:data:`iosets.schemas.TRACE_REPLAY_JOBS`)."""
-
 _REC_COLUMNS = ("job_id", "set", "priority", "wfq_weight", "rbfq_reservation", "rbfq_weight", "rbfq_limit")
 
 
-def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], pl.DataFrame]:
-    """Each trace job's set (missing jobs: the recommendation's largest set, with a warning) and the per-set table.
+@dataclass(frozen=True)
+class PolicyComparison:
+    """Result of :func:`compare_policies`: four tables, each in policy order.
+
+    Attributes
+    ----------
+    policies : polars.DataFrame
+        :data:`iosets.schemas.TRACE_REPLAY_POLICIES`: one row per policy, ``policy``, every name of
+        :data:`TRACE_METRICS` (null where the window cannot give it), ``window_start``, ``window_end``.
+    jobs : polars.DataFrame
+        :data:`iosets.schemas.TRACE_REPLAY_JOBS`: one row per job and policy.
+    phases : polars.DataFrame
+        :data:`iosets.schemas.TRACE_REPLAY_PHASES`: one row per I/O phase and policy, with the date it
+        became ready, the date the device began serving it and its last completion.
+    shares : polars.DataFrame
+        :data:`iosets.schemas.TRACE_REPLAY_SHARES`: one row per policy and set of the trace's jobs, the
+        bytes the set moved inside the window and their share.
+    """
+
+    policies: pl.DataFrame
+    jobs: pl.DataFrame
+    phases: pl.DataFrame
+    shares: pl.DataFrame
+
+
+def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
+    """Each trace job's set (missing jobs: the recommendation's largest set, with a warning), the sets the
+    recommendation gives (trace jobs it holds only) and the per-set table.
 
     Per set: ``wfq_weight``, ``rbfq_weight`` and ``rbfq_reservation`` are its largest job's (one job of a
     set does I/O at a time), ``rbfq_limit`` its largest (0: none).
@@ -57,7 +81,9 @@ def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int]
         pl.col("rbfq_reservation").fill_null(0.0).max(),
         pl.col("rbfq_limit").fill_null(0.0).max(),
     )
-    return {job: sets.get(job, conservative) for job in site_ops["job_id"].unique().to_list()}, per_set.sort("set")
+    trace_jobs = site_ops["job_id"].unique().to_list()
+    rec_sets = {job: sets[job] for job in trace_jobs if job in sets}
+    return {job: sets.get(job, conservative) for job in trace_jobs}, rec_sets, per_set.sort("set")
 
 
 def _replay(site_ops, policy: str, job_sets: dict[str, int], per_set: pl.DataFrame, device) -> TraceReplay:
@@ -83,13 +109,76 @@ def _replay(site_ops, policy: str, job_sets: dict[str, int], per_set: pl.DataFra
     )
 
 
-def _set_shares(shares: dict, policy: str, job_sets: dict[str, int]) -> dict[int, float]:
-    """Class byte shares as per-set shares (a per-job class counts for its job's set)."""
-    per_set: dict[int, float] = {}
-    for label, share in shares.items():
-        key = int(label) if policy in SET_POLICIES else job_sets[label]
-        per_set[key] = per_set.get(key, 0.0) + share
-    return per_set
+def _served(result: TraceReplay) -> pl.Series:
+    """Per request, the date the device began serving its unit: the device serves units one at a time in dispatch
+    order, so a unit starts at its dispatch or at the previous unit's completion, whichever is later."""
+    units = (
+        result.requests.group_by("unit")
+        .agg(pl.col("dispatch").min(), pl.col("complete").max())
+        .sort("complete", "unit")
+        .select("unit", pl.max_horizontal("dispatch", pl.col("complete").shift(1)).alias("served"))
+    )
+    return result.requests.select("unit").join(units, on="unit", how="left", maintain_order="left")["served"]
+
+
+def _phases(result: TraceReplay, policy: str, rec_sets: dict[str, int]) -> pl.DataFrame:
+    """Per phase of one replay (:data:`TRACE_REPLAY_PHASES`): its class, set, bytes and dates.
+
+    The engine opens a phase at its ``ready`` date (the replay's phase ``start``); the table's ``start`` is
+    the date the device began serving the phase's first request.
+    """
+    requests = (
+        result.requests.with_columns(size=pl.Series(result.trace.size), served=_served(result))
+        .group_by("job_id", "phase")
+        .agg(
+            pl.col("class").first().cast(pl.String),
+            pl.col("size").sum().round(0).cast(pl.Int64).alias("bytes"),
+            pl.col("served").min(),
+        )
+    )
+    sets = pl.DataFrame(
+        {"job_id": list(rec_sets), "set": list(rec_sets.values())}, schema={"job_id": pl.String, "set": pl.Int64}
+    )
+    return (
+        result.phases.join(requests, on=["job_id", "phase"], how="left")
+        .join(sets, on="job_id", how="left")
+        .sort("job_id", "phase")
+        .select(
+            "job_id",
+            pl.lit(policy).alias("policy"),
+            "phase",
+            "class",
+            "set",
+            "bytes",
+            "recorded_start",
+            "recorded_end",
+            pl.col("start").alias("ready"),
+            pl.col("served").alias("start"),
+            "end",
+        )
+    )
+
+
+def _shares(metrics: TraceMetrics, policy: str, job_sets: dict[str, int]) -> pl.DataFrame:
+    """Per set of the trace's jobs (:data:`TRACE_REPLAY_SHARES`): bytes moved inside the window and their share.
+
+    A per-job class counts for its job's set; shares are null when no byte moved.
+    """
+    summed = dict.fromkeys(sorted(set(job_sets.values())), 0.0)
+    for label, share in metrics.class_shares.items():
+        summed[int(label) if policy in SET_POLICIES else job_sets[label]] += share
+    total = sum(summed.values())  # 1 up to rounding: dividing by it keeps every share within [0, 1]
+    begin, end = metrics.window
+    moved = (metrics.throughput or 0.0) * (end - begin)
+    return pl.DataFrame(
+        {
+            "policy": policy,
+            "set": list(summed),
+            "bytes": [share * moved for share in summed.values()],
+            "share": [share / total if total > 0 else None for share in summed.values()],
+        },
+        schema=TRACE_REPLAY_SHARES.polars,
+    )
 
 
 def compare_policies(
@@ -99,7 +188,8 @@ def compare_policies(
     *,
     device: Device | None = None,
     window: tuple[float, float] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame]:
+    site_jobs: pl.DataFrame | None = None,
+) -> PolicyComparison:
     """Replay a site trace in a closed loop under each policy and predict each job's and the platform's metrics.
 
     ``iosets-wfq`` and ``rbfq`` get one class per set of ``rec`` with the set's WFQ weight or RBFQ
@@ -120,15 +210,16 @@ def compare_policies(
         Device model; ``Device()`` when None.
     window : (float, float), default=None
         Window of the policy metrics; each replay's whole span when None.
+    site_jobs : polars.DataFrame, default=None
+        The jobs' ``job_id`` and ``start`` (the site trace's jobs table, written beside it by
+        ``iosets ingest --site``), so that a job's compute before its first request counts in the
+        metrics (:func:`trace_metrics`); without it a job starts at its first request.
 
     Returns
     -------
-    per_policy : polars.DataFrame
-        One row per policy: ``policy``, ``utilization``, ``io_slowdown``, ``max_stretch``,
-        ``mean_stretch``, ``p99_stretch``, ``throughput`` (B/s), then ``share_set_<s>`` per set: its
-        share of the bytes moved in the window.
-    per_job : polars.DataFrame
-        :data:`iosets.schemas.TRACE_REPLAY_JOBS`: one row per job and policy.
+    PolicyComparison
+        Per policy (window metrics), per job and policy, per phase and policy, and per policy and set
+        (bytes moved in the window and their share), each validated by its schema.
 
     Examples
     --------
@@ -137,9 +228,11 @@ def compare_policies(
     ...     "synthetic": [False] * 2})
     >>> rec = pl.DataFrame({"job_id": ["a", "b"], "set": [0, 0], "priority": [1.0] * 2, "wfq_weight": [1] * 2,
     ...     "rbfq_reservation": [None] * 2, "rbfq_weight": [1.0] * 2, "rbfq_limit": [None] * 2})
-    >>> per_policy, per_job = compare_policies(ops, rec, ["fcfs"], device=Device(bandwidth=1e6, overhead=0, seek=0))
-    >>> per_job["runtime"].to_list()
-    [1.0, 2.0]
+    >>> got = compare_policies(ops, rec, ["fcfs"], device=Device(bandwidth=1e6, overhead=0, seek=0))
+    >>> got.jobs["runtime"].to_list(), got.phases["ready"].to_list(), got.phases["start"].to_list()
+    ([1.0, 2.0], [0.0, 0.0], [0.0, 1.0])
+    >>> got.shares["share"].to_list()
+    [1.0]
     """
     if isinstance(policies, str) or not policies:
         raise InputError(f"policies: expected a non-empty list of schedulers, got {policies!r}")
@@ -149,15 +242,22 @@ def compare_policies(
         raise InputError(f"policies: each policy once, got {', '.join(policies)}")
     if not isinstance(site_ops, pl.DataFrame) or "job_id" not in site_ops.columns:
         raise InputError("site ops: expected a polars DataFrame with a job_id column")
-    job_sets, per_set = _job_sets(site_ops, rec)
-    rows, frames = [], []
+    job_sets, rec_sets, per_set = _job_sets(site_ops, rec)
+    policy_rows, jobs, phases, shares = [], [], [], []
     for policy in policies:
         result = _replay(site_ops, policy, job_sets, per_set, device)
-        metrics = trace_metrics(result, window=window)
+        metrics = trace_metrics(result, window=window, jobs=site_jobs)
         for name, why in metrics.notes.items():
             warnings.warn(f"{policy}: {name}: {why}", stacklevel=2)
-        shares = _set_shares(metrics.class_shares, policy, job_sets)
-        sets = sorted(set(job_sets.values()))
-        rows.append({"policy": policy, **metrics.values(), **{f"share_set_{s}": shares.get(s, 0.0) for s in sets}})
-        frames.append(result.jobs.with_columns(policy=pl.lit(policy)).select(JOB_COLUMNS))
-    return pl.DataFrame(rows, schema_overrides=dict.fromkeys(TRACE_METRICS, pl.Float64)), pl.concat(frames)
+        begin, end = metrics.window
+        policy_rows.append({"policy": policy, **metrics.values(), "window_start": begin, "window_end": end})
+        jobs.append(result.jobs.with_columns(policy=pl.lit(policy)).select(TRACE_REPLAY_JOBS.names))
+        phases.append(_phases(result, policy, rec_sets))
+        shares.append(_shares(metrics, policy, job_sets))
+    per_policy = pl.DataFrame(policy_rows, schema_overrides=dict.fromkeys(TRACE_METRICS, pl.Float64))
+    return PolicyComparison(
+        policies=TRACE_REPLAY_POLICIES.validate(per_policy, source="per-policy metrics"),
+        jobs=TRACE_REPLAY_JOBS.validate(pl.concat(jobs), source="per-job predictions"),
+        phases=TRACE_REPLAY_PHASES.validate(pl.concat(phases), source="per-phase replay"),
+        shares=TRACE_REPLAY_SHARES.validate(pl.concat(shares), source="per-set shares"),
+    )

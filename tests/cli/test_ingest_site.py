@@ -54,12 +54,15 @@ def test_site_writes_the_trace_and_prints_its_counts(tmp_path):
     result = runner.invoke(app, ["ingest", str(tmp_path), "--site", "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
-        f"wrote {out}: 9 requests of 3 jobs (4 synthesised from HEATMAP); skipped 1 counters-only jobs",
+        f"wrote {out}: 9 requests of 3 jobs (4 synthesised from HEATMAP); skipped 1 counters-only jobs; "
+        f"their jobs table in {tmp_path / 'site.jobs.parquet'}",
         "warning: skipped 1:",
         f"  {tmp_path / 'counters.darshan'}: counters only: no DXT or HEATMAP record dates its I/O",
     ]
     ops = pl.read_parquet(out)
     assert ops.group_by("job_id").len().sort("job_id").rows() == [("1", 3), ("2", 2), ("3", 4)]
+    jobs = pl.read_parquet(tmp_path / "site.jobs.parquet").sort("job_id")
+    assert jobs["job_id"].to_list() == ["1", "2", "3"] and jobs["start"][2] == T0 + 50
     assert ops.filter(pl.col("job_id") == "2")["start"].to_list() == [T0 + 101.0, T0 + 111.0]
     assert ops.filter(pl.col("synthetic"))["start"].to_list() == [T0 + 52.0, T0 + 53.0, T0 + 62.0, T0 + 63.0]
 
