@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-ROOMS = ["iosets", "iosets.analyzer", "iosets.recommender", "iosets.replay", "iosets.datasets"]
+ROOMS = ["iosets", "iosets.analyzer", "iosets.recommender", "iosets.replay", "iosets.datasets", "iosets.report"]
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -20,9 +20,10 @@ def test_every_public_name_resolves_to_an_object_of_that_name(room):
 
 
 def test_importing_the_rooms_loads_no_heavy_library():
-    code = "import sys, iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.cli; " + (
+    rooms = "iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.report, iosets.cli"
+    code = f"import sys, {rooms}; " + (
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
-        "{'numpy', 'polars', 'pyarrow', 'scipy', 'sklearn', 'darshan', 'pydantic'}))"
+        "{'numpy', 'polars', 'pyarrow', 'scipy', 'sklearn', 'darshan', 'pydantic', 'jinja2', 'plotly'}))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -196,6 +196,22 @@ def get_app(service: ServiceDep, app: Annotated[str, Path(pattern=NO_NUL)]) -> A
     if summary is None:
         raise HTTPException(status_code=404, detail=f"app {app!r}: no stored job")
     return AppSummary(**summary)
+
+
+_HTML = {"text/html": {"schema": {"type": "string"}}}
+
+
+@jobs.get(
+    "/report",
+    dependencies=[Reader],
+    response_class=HTMLResponse,
+    responses={**_errors(409), 200: {"content": _HTML, "description": "One self-contained HTML page."}},
+)
+def get_report(service: ServiceDep) -> Response:
+    """The report of the stored jobs under the current policy (``iosets report``): one offline HTML page."""
+    from ..report._render import CSP
+
+    return HTMLResponse(service.report(), headers={"Content-Security-Policy": CSP})
 
 
 # ----------------------------------------------------------------------------------------------- policy

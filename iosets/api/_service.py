@@ -120,6 +120,8 @@ class Service:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._report: tuple[tuple[int, int], str] | None = None  # (job count, policy version) -> the page
+        self._report_lock = threading.Lock()
         self.metrics.watch_estimate(lambda: None if self._state is None else self._state.fitted_at)
 
     # ------------------------------------------------------------------------------- life cycle
@@ -274,6 +276,24 @@ class Service:
         with tempfile.TemporaryDirectory(prefix="iosets-export-") as folder:
             paths = export(state.known.predict(state.history), fmt, folder, **options)
             return paths[-1].read_text(encoding="utf-8")  # agios: wfq.conf, the weights
+
+    def report(self) -> str:
+        """The HTML report (``iosets report``) of the stored jobs and their answers under the current policy.
+
+        Built on first call and kept until the fitted job count or the policy version changes.
+        """
+        from ..report import build_report
+
+        self.refresh()
+        state = self._state
+        if state is None or state.n_jobs == 0:
+            raise Conflict("no job is stored yet: nothing to report")
+        key = (state.n_jobs, state.policy["version"])
+        with self._report_lock:
+            if self._report is None or self._report[0] != key:
+                recommendation = None if state.known is None else state.known.predict(state.history)
+                self._report = (key, build_report(self.store.history(), recommendation=recommendation))
+            return self._report[1]
 
     # ---------------------------------------------------------------------------------- refits
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
 
 from ._output import echo, show, warnings_to_stderr
 from ._tables import Column, field, render_table, shown
@@ -13,10 +16,13 @@ if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
 
+    from ..replay import RequestReplay
+    from ..replay._compare import PolicyComparison
+
 DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority")
 
 JOB_COLUMNS = (
-    Column("input", field("source"), justify="left"),
+    Column("input", field("input"), justify="left"),
     Column("job", field("job_id"), justify="left"),
     Column("w_iter s", field("w_iter", "{:.2f}", missing="not periodic")),
     Column("alpha_io", field("alpha_io", "{:.4f}")),
@@ -43,18 +49,26 @@ SHARE_COLUMNS = (
 """Byte share of each set per scheduler."""
 
 
-def demo() -> None:
-    """Run every room on bundled data: analyze, replay, recommend, tune and replay a site trace.
+REPORT_NAME = "demo-report.html"
+"""The report the demo writes in its output folder."""
+
+
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help=f"Folder for {REPORT_NAME}.")] = Path("."),
+) -> None:
+    """Run every room on bundled data: analyze, replay, recommend, tune, replay a site trace, and report.
 
     Analyzes the sample traces and pydarshan's example logs, replays a Fig. 6 workload under the
     reference policies and a three-set request trace under fcfs, wfq and rbfq, recommends and
-    tunes sets for the sample jobs, then replays the sample site trace in a closed loop under fcfs,
-    wfq and iosets-wfq with those sets.
+    tunes sets for the sample jobs, replays the sample site trace in a closed loop under fcfs,
+    wfq and iosets-wfq with those sets, then writes the HTML report of all that in DIR/demo-report.html.
     """
+    from .._io import check_output
     from ..datasets import figure_seed, make_figure_workload
     from ..recommender import recommend, set_summary
     from ..replay import replay_phases, tune
 
+    report_path = check_output(out_dir / REPORT_NAME, suffixes=(".html",), what="report")
     jobs = _sample_jobs()
     title = "Analyzer: sample block traces and pydarshan's example logs"
     show(render_table(jobs, JOB_COLUMNS, title=title, caption=_sample_replay(jobs)))
@@ -67,25 +81,30 @@ def demo() -> None:
     runs = {policy: replay_phases(workload, policy).metrics.to_dict() for policy in DEMO_POLICIES}
     show(metrics_table(runs, title="Phase-level replay (C engine)", reference="fair-share"))
     echo(f"Utilization upper bound 1 - omega/N = {1 - 0.8 / workload.n_jobs:.4f}", stderr=False)
-    show(_request_table())
+    requests = _request_runs()
+    show(_request_table(requests))
     with warnings_to_stderr():
         recommended = recommend(jobs, bandwidth=1e9)
     show(set_table(set_summary(recommended), title="Recommendation for the sample jobs (SET-10, B = 1 GB/s)"))
-    show(ranking_table(tune(jobs), title="Tuning by replay: the sample jobs under each mapping"))
-    _trace_replay(recommended)
+    ranking = tune(jobs)
+    show(ranking_table(ranking, title="Tuning by replay: the sample jobs under each mapping"))
+    site_ops, comparison = _trace_replay(recommended)
+    _write_report(report_path, jobs, recommended, site_ops, comparison, ranking, requests["rbfq"])
 
 
 def _sample_jobs() -> pl.DataFrame:
-    """The jobs table of the bundled block traces and of pydarshan's example logs, with a ``source`` column."""
+    """The jobs table of the bundled block traces and of pydarshan's example logs, with an ``input`` column."""
     import polars as pl
 
     from ..analyzer import analyze, analyze_ops
     from ..datasets import load_darshan_examples, load_sample_traces
 
     samples = load_sample_traces()
-    frames = [analyze_ops(ops, source=samples.paths[name].name) for name, ops in samples.ops.items()]
+    frames = [
+        analyze_ops(ops).with_columns(input=pl.lit(samples.paths[name].name)) for name, ops in samples.ops.items()
+    ]
     logs = analyze(list(load_darshan_examples().paths.values()), workers=1).jobs
-    frames.append(logs.with_columns(pl.col("path").str.extract(r"([^/]+)$").alias("source")))
+    frames.append(logs.with_columns(pl.col("path").str.extract(r"([^/]+)$").alias("input")))
     return pl.concat([frame.drop("path") for frame in frames], how="vertical_relaxed")
 
 
@@ -102,14 +121,14 @@ def _sample_replay(jobs: pl.DataFrame) -> str:
     )
 
 
-def _request_table() -> RenderableType:
-    """Byte shares of three backlogged sets (SET-10 priorities 1, 0.1, 0.01) under fcfs, wfq and rbfq."""
+def _request_runs() -> dict[str, RequestReplay]:
+    """Three backlogged sets (SET-10 priorities 1, 0.1, 0.01) replayed under fcfs, wfq and rbfq."""
     from ..datasets import make_backlogged_requests
-    from ..replay import Device, backlogged_shares, replay_requests
+    from ..replay import Device, replay_requests
 
     ops = make_backlogged_requests(30_000, 3, size_range=(65536, 65536), random_state=0)
     device = Device(seek=0.0)
-    runs = {
+    return {
         "fcfs": replay_requests(ops, "fcfs", device=device),
         "wfq": replay_requests(
             ops, "wfq", weights=dict(zip(SETS, [100 * 65536, 10 * 65536, 65536], strict=True)), device=device
@@ -118,6 +137,12 @@ def _request_table() -> RenderableType:
             ops, "rbfq", weights=dict(zip(SETS, [100, 10, 1], strict=True)), reservations={"c2": 1000}, device=device
         ),
     }
+
+
+def _request_table(runs: dict[str, RequestReplay]) -> RenderableType:
+    """Byte shares of the three backlogged sets under each scheduler."""
+    from ..replay import backlogged_shares
+
     rows = [
         {"scheduler": name, **dict(zip(SETS, backlogged_shares(result), strict=True))} for name, result in runs.items()
     ]
@@ -132,7 +157,7 @@ TRACE_BANDWIDTH = 5e5
 """The demo disk's bytes/s: slower than the traced disks (alone, job 8,16 takes 88 s, not 50), so that phases meet."""
 
 
-def _trace_replay(recommended: pl.DataFrame) -> None:
+def _trace_replay(recommended: pl.DataFrame) -> tuple[pl.DataFrame, PolicyComparison]:
     """The blkparse and MSR samples on one clock, replayed closed-loop on a slow disk under each policy."""
     from ..analyzer import site_trace
     from ..datasets import load_sample_traces
@@ -140,12 +165,10 @@ def _trace_replay(recommended: pl.DataFrame) -> None:
 
     paths = load_sample_traces().paths
     site = site_trace([paths["blkparse"], paths["msr"]], workers=1)  # SPC dates no request's end
-    per_policy, per_job = compare_policies(
-        site.ops, recommended, TRACE_POLICIES, device=Device(bandwidth=TRACE_BANDWIDTH)
-    )
+    comparison = compare_policies(site.ops, recommended, TRACE_POLICIES, device=Device(bandwidth=TRACE_BANDWIDTH))
     title = f"Trace replay: the blkparse and MSR samples ({site.ops.height} requests) on a 0.5 MB/s disk"
-    show(trace_policy_table(per_policy, title=title))
-    stretches = per_job.pivot(on="policy", index="job_id", values="stretch").join(
+    show(trace_policy_table(comparison, title=title))
+    stretches = comparison.jobs.pivot(on="policy", index="job_id", values="stretch").join(
         recommended.select("job_id", "set"), on="job_id", how="left"
     )
     columns = (
@@ -154,3 +177,32 @@ def _trace_replay(recommended: pl.DataFrame) -> None:
         *(Column(policy, field(policy, "{:.3f}")) for policy in TRACE_POLICIES),
     )
     show(render_table(stretches.sort("job_id"), columns, title="Trace replay: stretch per job (runtime / alone)"))
+    return site.ops, comparison
+
+
+def _write_report(
+    path: Path,
+    jobs: pl.DataFrame,
+    recommended: pl.DataFrame,
+    site_ops: pl.DataFrame,
+    comparison: PolicyComparison,
+    ranking: pl.DataFrame,
+    requests: RequestReplay,
+) -> None:
+    """The HTML report of what the demo found, at ``path``; its path on stdout."""
+    import polars as pl
+
+    from ..report import build_report
+
+    scheduler = pl.lit("rbfq").alias("scheduler")
+    results = requests.requests().with_columns(pl.Series("size", requests.trace.size).cast(pl.Int64), scheduler)
+    build_report(
+        jobs,
+        recommendation=recommended,
+        site=site_ops,
+        replay=comparison,
+        tune=ranking,
+        requests={"results": results, "classes": requests.metrics.classes.with_columns(scheduler)},
+        output=path,
+    )
+    echo(f"wrote {path}", stderr=False)

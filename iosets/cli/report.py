@@ -1,5 +1,73 @@
-"""Slot for ``iosets report``: write the offline HTML report of a replay (``iosets.report``).
+"""``iosets report``: write the offline HTML report of a site (``iosets.report``)."""
 
-No command is registered yet; it arrives with the report room, which renders the same frames
-(jobs, metrics, rankings) that the commands' tables show.
-"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from ._output import console, echo
+
+if TYPE_CHECKING:
+    from ..report._build import Progress
+
+MEGABYTE = 1e6
+
+
+def report(
+    jobs: Annotated[
+        Path, typer.Argument(metavar="JOBS", help="Jobs table (`iosets analyze -o`), or `iosets recommend -o`'s.")
+    ],
+    output: Annotated[Path, typer.Option("--output", "-o", help="The HTML file to write (.html).")],
+    rec: Annotated[Path | None, typer.Option("--rec", help="Recommendation (`iosets recommend -o`).")] = None,
+    site: Annotated[Path | None, typer.Option(help="Site trace (`iosets ingest --site -o`).")] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(help="Per-job trace replay (`iosets replay-trace -o PERJOB`); its companions are read beside it."),
+    ] = None,
+    tune: Annotated[Path | None, typer.Option(help="Tuning ranking (`iosets tune -o`).")] = None,
+    requests: Annotated[
+        Path | None,
+        typer.Option(help="Request replay (`iosets replay-requests -o RESULT`); RESULT.classes is read beside it."),
+    ] = None,
+) -> None:
+    """Write one offline HTML report: the site's jobs, their recommendation and what each policy would do.
+
+    Every input but JOBS is optional: a section whose input is absent says what to run to fill it.
+    The file holds everything it shows (plotly.js inlined): it opens without a network.
+    """
+    from .._io import atomic_path, check_output
+    from ..report import build_sections, read_inputs, render_report
+
+    path = check_output(output, suffixes=(".html",), what="report")
+    inputs = read_inputs(jobs, recommendation=rec, site=site, replay=replay, tune=tune, requests=requests)
+    with _section_progress() as step:
+        sections = build_sections(inputs, progress=step)
+    page = render_report(inputs, sections)
+    with atomic_path(path) as written:
+        written.write_text(page, encoding="utf-8")
+    shown = ", ".join(section.id for section in sections if section.missing is None)
+    missing = ", ".join(section.id for section in sections if section.missing is not None) or "none"
+    echo(f"wrote {path} ({path.stat().st_size / MEGABYTE:.1f} MB): sections {shown}; missing: {missing}")
+
+
+@contextmanager
+def _section_progress() -> Iterator[Progress | None]:
+    """A progress bar on stderr with one step per section when stderr is a terminal; None otherwise."""
+    stream = console(stderr=True)
+    if not stream.is_terminal:
+        yield None
+        return
+    from rich.markup import escape
+    from rich.progress import Progress
+
+    with Progress(console=stream, transient=True) as bar:
+        task = bar.add_task("report", total=None)
+
+        def step(name: str, done: int, total: int) -> None:
+            bar.update(task, description=escape(f"report: {name}"), completed=done, total=total)
+
+        yield step

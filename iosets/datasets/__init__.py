@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         make_strided_writers,
     )
     from ._samples import DarshanExamples, SampleTraces, load_darshan_examples, load_sample_traces
+    from ._site_sample import LargeSite, make_large_site
 
 _EXPORTS = {
     "FIGURES": "._figures",
@@ -43,6 +44,8 @@ _EXPORTS = {
     "SampleTraces": "._samples",
     "load_darshan_examples": "._samples",
     "load_sample_traces": "._samples",
+    "LargeSite": "._site_sample",
+    "make_large_site": "._site_sample",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

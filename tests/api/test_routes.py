@@ -344,6 +344,7 @@ def test_openapi_lists_every_route(client):
         "/v1/policy/versions",
         "/v1/recommendation",
         "/v1/recommendations",
+        "/v1/report",
     ]
     body = paths["/v1/jobs"]["post"]["requestBody"]["content"]
     assert sorted(body) == ["application/json", "multipart/form-data"]

@@ -36,7 +36,7 @@ def test_no_server_error_and_every_response_fits_the_schema(serve):
         assert server.post_job({**row, "w_iter_confidence": 0.9, "alpha_io": 0.2}).status_code == 201
     api = schemathesis.openapi.from_url(server.url + "/openapi.json")
     operations = [result.ok() for result in api.get_all_operations()]
-    assert len(operations) == 13
+    assert len(operations) == 14
     checked = []
 
     for operation in operations:
@@ -48,4 +48,4 @@ def test_no_server_error_and_every_response_fits_the_schema(serve):
 
         call()
         checked.append(operation.label)
-    assert len(checked) == 13
+    assert len(checked) == 14

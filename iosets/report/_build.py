@@ -1,0 +1,143 @@
+"""``build_report``: read the inputs, build each section, render the page and write it atomically."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._document import ReportInputs, Section
+from ._inputs import TableSource, read_inputs
+
+SectionBuilder = Callable[[ReportInputs], Section]
+Progress = Callable[[str, int, int], None]
+"""``progress(step, done, total)``: called before each step with the steps finished so far, then with ``"done"``."""
+
+
+def default_builders() -> tuple[SectionBuilder, ...]:
+    """The report's sections in page order: overview, recommendation, policy, timelines, requests, jobs."""
+    from ._jobs_table import jobs_table_section
+    from ._overview import overview_section
+    from ._policy import policy_section
+    from ._recommendation import recommendation_section
+    from ._request_level import request_level_section
+    from ._timelines import timelines_section
+
+    return (
+        overview_section,
+        recommendation_section,
+        policy_section,
+        timelines_section,
+        request_level_section,
+        jobs_table_section,
+    )
+
+
+def build_sections(
+    inputs: ReportInputs,
+    *,
+    builders: Sequence[SectionBuilder] | None = None,
+    progress: Progress | None = None,
+) -> list[Section]:
+    """Each section of the report built from ``inputs``.
+
+    Parameters
+    ----------
+    inputs : ReportInputs
+        From :func:`read_inputs`.
+    builders : sequence of callables, default=None
+        ``builder(inputs) -> Section`` in page order (default: :func:`default_builders`).
+    progress : callable, default=None
+        ``progress(step, done, total)`` before each section (``step``: the builder's name without ``_section``).
+
+    Returns
+    -------
+    list of Section
+        One per builder, in order; a section whose input is absent has ``missing`` set.
+    """
+    chosen = default_builders() if builders is None else tuple(builders)
+    sections = []
+    for done, builder in enumerate(chosen):
+        if progress is not None:
+            progress(builder.__name__.removesuffix("_section"), done, len(chosen))
+        sections.append(builder(inputs))
+    return sections
+
+
+def build_report(
+    jobs: TableSource,
+    *,
+    recommendation: TableSource | None = None,
+    site: TableSource | None = None,
+    replay: Any = None,
+    tune: TableSource | None = None,
+    requests: Any = None,
+    output: str | os.PathLike | None = None,
+    progress: bool | Progress | None = None,
+) -> str:
+    """Build the offline HTML report of a site: what the analyzer, the recommender and the replays found.
+
+    Parameters
+    ----------
+    jobs : path or polars.DataFrame
+        The jobs table (``iosets analyze -o``), or a recommended jobs table.
+    recommendation, site, replay, tune, requests : path, polars.DataFrame or mapping, default=None
+        The optional inputs, as :func:`read_inputs` takes them; each absent one leaves its section saying
+        what to run.
+    output : path, default=None
+        Write the page there (``.html``), atomically: a failure leaves no partial file.
+    progress : bool or callable, default=None
+        True: one line per step on stderr. A callable gets ``(step, done, total)`` before each step (reading
+        the inputs, each section, rendering, writing) and ``("done", total, total)`` at the end.
+
+    Returns
+    -------
+    str
+        The page: one self-contained HTML file (plotly.js inlined, no URL, no request leaves it).
+
+    Raises
+    ------
+    InputError
+        An input cannot be read or breaks its schema (the message names the file and the column), or
+        ``output`` cannot be written.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from iosets.report import build_report
+    >>> page = build_report(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, 100.0], "alpha_io": [0.1, 0.2]}))
+    >>> '<section id="jobs"' in page
+    True
+    """
+    from .._io import atomic_path, check_output
+    from ._render import render_report
+
+    if output is not None:
+        output = check_output(output, suffixes=(".html",), what="report")
+    builders = default_builders()
+    total = len(builders) + 2 + (output is not None)
+    report = _printer if progress is True else (progress or None)
+
+    def step(name: str, done: int) -> None:
+        if report is not None:
+            report(name, done, total)
+
+    step("inputs", 0)
+    inputs = read_inputs(jobs, recommendation=recommendation, site=site, replay=replay, tune=tune, requests=requests)
+    sections = build_sections(
+        inputs, builders=builders, progress=None if report is None else lambda name, done, _: step(name, done + 1)
+    )
+    step("rendering", len(builders) + 1)
+    page = render_report(inputs, sections)
+    if output is not None:
+        step(f"writing {output}", total - 1)
+        with atomic_path(output) as path:
+            path.write_text(page, encoding="utf-8")
+    step("done", total)
+    return page
+
+
+def _printer(step: str, done: int, total: int) -> None:
+    """``report [done/total] step`` on stderr."""
+    sys.stderr.write(f"report [{done}/{total}] {step}\n")

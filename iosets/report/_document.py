@@ -1,0 +1,119 @@
+"""What a report is made of: sections of plain-language readings, Plotly figures and tables.
+
+Each section module turns the report's inputs into one :class:`Section`; the renderer turns the
+sections into one offline HTML file. Figures are plain Plotly JSON (traces and layout), so that
+building a report never goes through Plotly's Python validation and stays fast on large sites.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+SET_PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
+"""Colours of sets 0, 1, 2, ... (cycled); one set has one colour in every plot of a report."""
+
+UNSET_COLOUR = "#b0b0b0"
+"""Colour of jobs without a set (no recommendation given)."""
+
+
+def set_colour(set_id: int | None) -> str:
+    """The colour of ``set_id`` in every plot; grey for None."""
+    return UNSET_COLOUR if set_id is None else SET_PALETTE[set_id % len(SET_PALETTE)]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One Plotly plot: ``data`` (traces) and ``layout`` as Plotly's JSON, drawn into ``<div id=id>``.
+
+    ``note`` says how the data was reduced when it was (binned, sampled, capped), shown under the plot.
+    """
+
+    id: str
+    title: str
+    data: list[dict[str, Any]]
+    layout: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Table:
+    """The numbers behind a section, shown as an HTML table.
+
+    ``formats`` maps a column to a Python format spec for display (``"{:.3f}"``); every cell also
+    keeps its exact value in a ``data-value`` attribute, so that a reader (or a test) gets the number
+    the table came from. ``interactive`` tables can be sorted and filtered in the page.
+    """
+
+    id: str
+    title: str
+    frame: pl.DataFrame
+    formats: dict[str, str] = field(default_factory=dict)
+    note: str = ""
+    interactive: bool = False
+
+
+@dataclass(frozen=True)
+class Section:
+    """One section of the report.
+
+    ``reading`` is one paragraph in plain language saying what the section shows and how to read
+    it. ``missing``, when set, replaces the figures and tables: which input is absent and the
+    command that produces it (a missing optional input is never an error).
+    """
+
+    id: str
+    title: str
+    reading: str
+    figures: tuple[Figure, ...] = ()
+    tables: tuple[Table, ...] = ()
+    missing: str | None = None
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """The tables a report is built from, validated against their schemas; None when not given.
+
+    Attributes
+    ----------
+    jobs : polars.DataFrame
+        JOBS (``iosets analyze -o``), or RECOMMENDED_JOBS when the recommendation is the jobs table.
+    recommendation : polars.DataFrame or None
+        RECOMMENDED_JOBS (``iosets recommend -o``): each job with its set, priority, WFQ and RBFQ parameters.
+    site : polars.DataFrame or None
+        SITE_OPS (``iosets ingest --site -o``).
+    replay_jobs, replay_phases, replay_policies, replay_shares : polars.DataFrame or None
+        TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_POLICIES, TRACE_REPLAY_SHARES
+        (``iosets replay-trace -o PERJOB`` and the companions written beside it).
+    tune : polars.DataFrame or None
+        TUNE_RANKING (``iosets tune -o``).
+    requests, request_classes : polars.DataFrame or None
+        REQUEST_RESULTS and REQUEST_CLASSES (``iosets replay-requests -o RESULT`` and its companion).
+    sources : dict of str to str
+        Input name -> the file it was read from (shown in the report's header).
+    """
+
+    jobs: pl.DataFrame
+    recommendation: pl.DataFrame | None = None
+    site: pl.DataFrame | None = None
+    replay_jobs: pl.DataFrame | None = None
+    replay_phases: pl.DataFrame | None = None
+    replay_policies: pl.DataFrame | None = None
+    replay_shares: pl.DataFrame | None = None
+    tune: pl.DataFrame | None = None
+    requests: pl.DataFrame | None = None
+    request_classes: pl.DataFrame | None = None
+    sources: dict[str, str] = field(default_factory=dict)

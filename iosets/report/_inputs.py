@@ -1,0 +1,155 @@
+"""Read and validate the report's inputs: files (with their companions) or frames, into one :class:`ReportInputs`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import polars as pl
+
+from .._io import companion_path, read_frame
+from ..errors import InputError
+from ..schemas import (
+    JOBS,
+    RECOMMENDATION,
+    RECOMMENDED_JOBS,
+    REQUEST_CLASSES,
+    REQUEST_RESULTS,
+    SITE_OPS,
+    TRACE_REPLAY_JOBS,
+    TRACE_REPLAY_PHASES,
+    TRACE_REPLAY_POLICIES,
+    TRACE_REPLAY_SHARES,
+    TUNE_RANKING,
+    TableSchema,
+)
+from ._document import ReportInputs
+
+TableSource = str | os.PathLike | pl.DataFrame
+"""A table given as a ``.parquet``/``.csv`` path or as a Polars frame."""
+
+REPLAY_PARTS = (
+    ("replay_jobs", "jobs", TRACE_REPLAY_JOBS),
+    ("replay_phases", "phases", TRACE_REPLAY_PHASES),
+    ("replay_policies", "policies", TRACE_REPLAY_POLICIES),
+    ("replay_shares", "shares", TRACE_REPLAY_SHARES),
+)
+"""A trace replay's tables: field of ReportInputs, key of a mapping (and name of the companion file), schema."""
+
+REQUEST_PARTS = (
+    ("requests", "results", REQUEST_RESULTS),
+    ("request_classes", "classes", REQUEST_CLASSES),
+)
+"""A request replay's tables, in the same form."""
+
+
+def read_inputs(
+    jobs: TableSource,
+    *,
+    recommendation: TableSource | None = None,
+    site: TableSource | None = None,
+    replay: Any = None,
+    tune: TableSource | None = None,
+    requests: Any = None,
+) -> ReportInputs:
+    """Read the report's tables and check each against its schema.
+
+    Parameters
+    ----------
+    jobs : path or polars.DataFrame
+        The jobs table (``iosets analyze -o``); a recommended jobs table (``iosets recommend -o``) is also
+        the recommendation when ``recommendation`` is not given.
+    recommendation : path or polars.DataFrame, default=None
+        The recommended jobs table (``iosets recommend -o``).
+    site : path or polars.DataFrame, default=None
+        The site trace (``iosets ingest --site -o``).
+    replay : path, polars.DataFrame or mapping, default=None
+        The per-job table of a trace replay (``iosets replay-trace -o PERJOB``). From a path, its companions
+        ``PERJOB.phases``, ``.policies`` and ``.shares`` (same suffix) are read when they exist. A mapping
+        (or an object with these attributes, such as the result of ``compare_policies``) gives the tables
+        ``jobs``, ``phases``, ``policies`` and ``shares``.
+    tune : path or polars.DataFrame, default=None
+        The tuning ranking (``iosets tune -o``).
+    requests : path, polars.DataFrame or mapping, default=None
+        The per-request table of a request replay (``iosets replay-requests -o RESULT``); from a path, its
+        companion ``RESULT.classes`` is read when it exists; a mapping gives ``results`` and ``classes``.
+
+    Returns
+    -------
+    ReportInputs
+        Every table with its schema's types and every optional column (nulls where absent); None where
+        not given. A missing companion file is None too: the section that needs it says what to run.
+
+    Raises
+    ------
+    InputError
+        A file cannot be read, or a table breaks its schema: the message names the file, the row and the
+        column. The jobs table holds no job, or a job id twice.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> inputs = read_inputs(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, None]}))
+    >>> inputs.jobs.height, inputs.recommendation is None
+    (2, True)
+    """
+    sources: dict[str, str] = {}
+    jobs_frame = _frame(jobs, "jobs", None, sources)
+    is_recommended = recommendation is None and all(name in jobs_frame.columns for name in RECOMMENDATION.required)
+    jobs_frame = (RECOMMENDED_JOBS if is_recommended else JOBS).validate(jobs_frame, source=sources.get("jobs"))
+    if jobs_frame.height == 0:
+        raise InputError(f"{sources.get('jobs', 'jobs')}: no job; the report needs at least one")
+    _check_unique(jobs_frame, sources.get("jobs", "jobs"))
+    rec_frame = jobs_frame if is_recommended else _table(recommendation, "recommendation", RECOMMENDED_JOBS, sources)
+    if rec_frame is not None:
+        _check_unique(rec_frame, sources.get("recommendation", "recommendation"))
+    if is_recommended and "jobs" in sources:
+        sources["recommendation"] = sources["jobs"]
+    return ReportInputs(
+        jobs=jobs_frame,
+        recommendation=rec_frame,
+        site=_table(site, "site", SITE_OPS, sources),
+        tune=_table(tune, "tune", TUNE_RANKING, sources),
+        **_group(replay, REPLAY_PARTS, sources),
+        **_group(requests, REQUEST_PARTS, sources),
+        sources=sources,
+    )
+
+
+def _table(given: Any, name: str, schema: TableSchema, sources: dict[str, str]) -> pl.DataFrame | None:
+    """``given`` read (when a path) and validated against ``schema``; None when not given."""
+    return None if given is None else _frame(given, name, schema, sources)
+
+
+def _frame(given: Any, name: str, schema: TableSchema | None, sources: dict[str, str]) -> pl.DataFrame:
+    """``given`` read (when a path, its name recorded in ``sources``) and validated against ``schema`` (when given)."""
+    if isinstance(given, str | os.PathLike):
+        sources[name] = str(given)
+        strings = {c.name: pl.String for c in (schema or RECOMMENDED_JOBS).columns if c.dtype == pl.String}
+        given = read_frame(given, what=f"{name.replace('_', ' ')} table", schema_overrides=strings)
+    elif not isinstance(given, pl.DataFrame):
+        raise InputError(f"{name}: expected a .parquet or .csv path or a polars DataFrame, got {type(given).__name__}")
+    return given if schema is None else schema.validate(given, source=sources.get(name))
+
+
+def _group(given: Any, parts: tuple[tuple[str, str, TableSchema], ...], sources: dict[str, str]) -> dict:
+    """The ReportInputs fields of a replay's tables: from a path and its companions, a frame, or a mapping."""
+    if given is None:
+        return {}
+    first = parts[0][1]
+    if isinstance(given, str | os.PathLike):
+        found = {key: companion_path(given, key) for _, key, _ in parts[1:]}
+        given = {first: given, **{key: path for key, path in found.items() if path.is_file()}}
+    elif isinstance(given, pl.DataFrame):
+        given = {first: given}
+    elif not isinstance(given, Mapping):
+        given = {key: getattr(given, key) for _, key, _ in parts if hasattr(given, key)}
+    return {field: _table(given.get(key), field, schema, sources) for field, key, schema in parts}
+
+
+def _check_unique(frame: pl.DataFrame, where: str) -> None:
+    """Raise InputError when a job_id appears twice in ``frame``."""
+    repeated = frame.filter(pl.col("job_id").is_duplicated())["job_id"]
+    if repeated.len():
+        raise InputError(f"{where}: job_id {repeated[0]!r} appears more than once")

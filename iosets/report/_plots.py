@@ -1,0 +1,427 @@
+"""Figure helpers shared by the report's sections: reductions, traces and axes as plain Plotly JSON.
+
+Every helper returns Python lists and dicts ready for ``json.dumps`` (NaN and infinities become
+None), so that a section never goes through ``plotly.graph_objects`` and stays fast on large
+sites. Reductions (:func:`log_histogram_2d`, :func:`ecdf`, :func:`box_trace`) keep a figure's
+size bounded whatever the number of jobs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+ArrayLike = npt.ArrayLike | pl.Series
+
+GRID_BINS = 60
+"""Bins per axis of the report's log-binned 2-D histograms."""
+
+ECDF_POINTS = 200
+"""Most points an ECDF trace keeps."""
+
+_BYTE_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
+
+EPOCH_FLOOR = 1e9
+"""Dates below this (2001-09-09) are seconds since a trace's start, not since the epoch."""
+
+
+def epoch_dated(jobs: pl.DataFrame) -> pl.DataFrame:
+    """The jobs dated since the epoch; every job with a start when none is (block traces count from their start)."""
+    timed = jobs.filter(pl.col("start").is_not_null())
+    dated = timed.filter(pl.col("start") >= EPOCH_FLOOR)
+    return dated if dated.height else timed
+
+
+def date_text(seconds: float | None) -> str:
+    """A date since the epoch as ``YYYY-MM-DD HH:MM`` (UTC), seconds since a trace's start below
+    :data:`EPOCH_FLOOR`, ``-`` for none.
+
+    Examples
+    --------
+    >>> date_text(1.7e9), date_text(12.5), date_text(None)
+    ('2023-11-14 22:13', '12 s', '-')
+    """
+    if seconds is None:
+        return "-"
+    if seconds < EPOCH_FLOOR:
+        return f"{seconds:,.0f} s"
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _floats(values: ArrayLike) -> np.ndarray:
+    """``values`` as float64, NaN for nulls."""
+    if isinstance(values, pl.Series):
+        return values.cast(pl.Float64).fill_null(np.nan).to_numpy()
+    return np.asarray(values, dtype=np.float64)
+
+
+def json_values(values: ArrayLike) -> list[Any]:
+    """``values`` as a JSON-ready list: Python numbers and text, None for nulls, NaN and infinities.
+
+    Examples
+    --------
+    >>> json_values(np.array([1.5, np.nan, np.inf]))
+    [1.5, None, None]
+    >>> json_values(pl.Series(["a", None]))
+    ['a', None]
+    """
+    if isinstance(values, pl.Series):
+        if not values.dtype.is_float():
+            return values.to_list()
+        values = values.to_numpy()
+    array = np.asarray(values)
+    if array.dtype.kind != "f":
+        return array.tolist()
+    cells = array.astype(object)
+    cells[~np.isfinite(array)] = None
+    return cells.tolist()
+
+
+def escape_text(text: pl.Expr) -> pl.Expr:
+    """Text from files, escaped for Plotly's hover and tick labels (which read ``<b>``, ``<br>`` as markup).
+
+    Examples
+    --------
+    >>> pl.select(escape_text(pl.lit("<b>a&b</b>"))).item()
+    '&lt;b&gt;a&amp;b&lt;/b&gt;'
+    """
+    return (
+        text.str.replace_all("&", "&amp;", literal=True)
+        .str.replace_all("<", "&lt;", literal=True)
+        .str.replace_all(">", "&gt;", literal=True)
+    )
+
+
+def format_bytes(value: float | None) -> str:
+    """A byte count in decimal units with three significant digits; ``-`` for None.
+
+    Examples
+    --------
+    >>> format_bytes(1.5e9), format_bytes(512), format_bytes(None)
+    ('1.50 GB', '512 B', '-')
+    """
+    if value is None or not np.isfinite(value):
+        return "-"
+    power = 0
+    while abs(value) >= 999.5 and power < len(_BYTE_UNITS) - 1:
+        value /= 1000
+        power += 1
+    if power == 0:
+        return f"{value:.0f} B"
+    return f"{value:#.3g} {_BYTE_UNITS[power]}".replace(". ", " ")
+
+
+def format_seconds(value: float | None) -> str:
+    """A duration in the largest unit that keeps it >= 1 (ms, s, min, h, d), three significant digits.
+
+    Examples
+    --------
+    >>> format_seconds(0.25), format_seconds(42), format_seconds(5400), format_seconds(3 * 86400)
+    ('250 ms', '42.0 s', '1.50 h', '3.00 d')
+    """
+    if value is None or not np.isfinite(value):
+        return "-"
+    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
+        if abs(value) >= size:
+            return f"{value / size:#.3g} {unit}".replace(". ", " ")
+    return f"{value * 1000:#.3g} ms".replace(". ", " ")
+
+
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 (nouns whose plural adds an s).
+
+    Examples
+    --------
+    >>> counted(1, "job"), counted(3, "job")
+    ('1 job', '3 jobs')
+    """
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def number_axis(title: str, *, log: bool = False) -> dict[str, Any]:
+    """A Plotly axis of plain numbers (``log``: logarithmic, ticks as powers of ten)."""
+    axis: dict[str, Any] = {"title": {"text": title}, "type": "log" if log else "linear", "automargin": True}
+    if log:
+        axis["exponentformat"] = "power"
+    return axis
+
+
+def bytes_axis(title: str, *, log: bool = False) -> dict[str, Any]:
+    """A Plotly axis of bytes with SI prefixes up to 10^30: ticks read ``10MB``, ``1GB``, ``2PB``."""
+    return {**number_axis(title, log=log), "exponentformat": "SI extended", "ticksuffix": "B"}
+
+
+def seconds_axis(title: str, *, log: bool = False) -> dict[str, Any]:
+    """A Plotly axis of seconds: ticks end in `` s``, large ones as powers of ten (never ``3M s``)."""
+    return {**number_axis(title, log=log), "exponentformat": "power", "ticksuffix": " s"}
+
+
+def category_axis(title: str) -> dict[str, Any]:
+    """A Plotly axis of labels in the order given (sets, apps, codes), never re-sorted nor read as numbers."""
+    return {"title": {"text": title}, "type": "category", "automargin": True}
+
+
+def figure_layout(*, xaxis: dict[str, Any], yaxis: dict[str, Any], legend: bool = True, **extra: Any) -> dict[str, Any]:
+    """The report's Plotly layout: the two axes, compact margins, a horizontal legend above the plot.
+
+    ``extra`` entries (``barmode``, ``height``...) are added as they are.
+    """
+    return {
+        "xaxis": xaxis,
+        "yaxis": yaxis,
+        "showlegend": legend,
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "hovermode": "closest",
+        **extra,
+    }
+
+
+def bar_trace(
+    labels: ArrayLike,
+    values: ArrayLike,
+    *,
+    name: str | None = None,
+    colour: str | Sequence[str] | None = None,
+    horizontal: bool = False,
+    hover: ArrayLike | None = None,
+) -> dict[str, Any]:
+    """One Plotly bar trace: a bar per label with its value.
+
+    Parameters
+    ----------
+    labels, values : array-like
+        Category of each bar (escape text from files first, :func:`escape_text`) and its height.
+    name : str, default=None
+        Legend entry.
+    colour : str or sequence of str, default=None
+        One colour, or one per bar.
+    horizontal : bool, default=False
+        Bars along x, labels on the y axis (read top to bottom in the order given).
+    hover : array-like, default=None
+        Hover text per bar (default: the label and the value).
+
+    Returns
+    -------
+    dict
+        The trace.
+    """
+    labels_list, values_list = json_values(labels), json_values(values)
+    trace: dict[str, Any] = {"type": "bar"}
+    if horizontal:
+        trace.update(orientation="h", x=values_list, y=labels_list)
+    else:
+        trace.update(x=labels_list, y=values_list)
+    if name is not None:
+        trace["name"] = name
+    if colour is not None:
+        trace["marker"] = {"color": colour if isinstance(colour, str) else list(colour)}
+    if hover is not None:
+        trace.update(hovertext=json_values(hover), hoverinfo="text")
+    return trace
+
+
+@dataclass(frozen=True)
+class LogHistogram2D:
+    """Points counted on a grid of logarithmic bins, per group; only the non-empty cells are kept.
+
+    ``x_edges`` and ``y_edges`` are the bins' edges (``n_bins + 1`` each); each cell has its
+    group, its bin's geometric centre (``x``, ``y``), its bin indices (``ix``, ``iy``) and its
+    point count; ``dropped`` counts the points left out (a coordinate not finite or <= 0).
+    """
+
+    x_edges: np.ndarray
+    y_edges: np.ndarray
+    group: np.ndarray
+    ix: np.ndarray
+    iy: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+    count: np.ndarray
+    dropped: int
+
+
+def _log_edges(values: np.ndarray, n_bins: int) -> np.ndarray:
+    """``n_bins + 1`` edges in log10 space spanning ``values`` (already log10); a single value gets a decade."""
+    low, high = (float(values.min()), float(values.max())) if values.size else (0.0, 1.0)
+    if high <= low:
+        low, high = low - 0.5, high + 0.5
+    return np.linspace(low, high, n_bins + 1)
+
+
+def _bin_of(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    n_bins = edges.size - 1
+    scaled = (values - edges[0]) / (edges[-1] - edges[0]) * n_bins
+    return np.clip(np.floor(scaled), 0, n_bins - 1).astype(np.int64)
+
+
+def log_histogram_2d(
+    x: ArrayLike, y: ArrayLike, *, groups: ArrayLike | None = None, n_bins: int = GRID_BINS
+) -> LogHistogram2D:
+    """Count points on an ``n_bins`` x ``n_bins`` grid of bins equally wide in log10 x and log10 y.
+
+    The grid spans the points' range on each axis; every group is counted on the same grid,
+    so that one Plotly trace per group overlays them (:func:`binned_scatter_trace`).
+
+    Parameters
+    ----------
+    x, y : array-like
+        Coordinates; a point with a coordinate that is null, not finite or <= 0 is left out.
+    groups : array-like of int, default=None
+        Group of each point (e.g. its set); None: one group, 0.
+    n_bins : int, default=60
+        Bins per axis.
+
+    Returns
+    -------
+    LogHistogram2D
+        The non-empty cells, by group then x bin then y bin; their counts sum to the points kept.
+
+    Examples
+    --------
+    >>> grid = log_histogram_2d([1, 1, 10, 100], [0.1, 0.1, 0.5, 1.0], groups=[0, 0, 0, 1], n_bins=2)
+    >>> grid.group.tolist(), grid.count.tolist(), grid.x_edges.tolist()
+    ([0, 0, 1], [2, 1, 1], [1.0, 10.0, 100.0])
+    """
+    xs, ys = _floats(x), _floats(y)
+    if groups is None:
+        group_of = np.zeros(xs.size, dtype=np.int64)
+    else:
+        group_of = np.asarray(groups.to_numpy() if isinstance(groups, pl.Series) else groups, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        kept = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+    log_x, log_y = np.log10(xs[kept]), np.log10(ys[kept])
+    x_edges, y_edges = _log_edges(log_x, n_bins), _log_edges(log_y, n_bins)
+    group_ids, group_index = np.unique(group_of[kept], return_inverse=True)
+    flat = (group_index * n_bins + _bin_of(log_x, x_edges)) * n_bins + _bin_of(log_y, y_edges)
+    counts = np.bincount(flat, minlength=max(group_ids.size, 1) * n_bins * n_bins)
+    cells = np.flatnonzero(counts)
+    cell_group, rest = np.divmod(cells, n_bins * n_bins)
+    ix, iy = np.divmod(rest, n_bins)
+    return LogHistogram2D(
+        x_edges=10.0**x_edges,
+        y_edges=10.0**y_edges,
+        group=group_ids[cell_group] if group_ids.size else cell_group,
+        ix=ix,
+        iy=iy,
+        x=10.0 ** ((x_edges[ix] + x_edges[ix + 1]) / 2),
+        y=10.0 ** ((y_edges[iy] + y_edges[iy + 1]) / 2),
+        count=counts[cells],
+        dropped=int(xs.size - kept.sum()),
+    )
+
+
+def _sig_figs(values: np.ndarray, digits: int = 4) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant figures (positions on a plot: shorter JSON)."""
+    return pl.Series(values, dtype=pl.Float64).round_sig_figs(digits).to_numpy()
+
+
+def binned_scatter_trace(
+    grid: LogHistogram2D, group: int, *, name: str, colour: str, x_label: str, y_label: str
+) -> dict[str, Any]:
+    """One group's non-empty cells of ``grid`` as markers at the bins' centres, area growing with the count.
+
+    ``customdata`` holds each cell's count, which the hover text shows with the bin's centre, so
+    the plot's numbers are in the page. ``name``, ``x_label`` and ``y_label`` are shown as Plotly
+    markup: escape text from files (:func:`escape_text`).
+    """
+    mine = grid.group == group
+    count = grid.count[mine]
+    size = 4 + 16 * np.sqrt(count / max(int(grid.count.max(initial=1)), 1))
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": name,
+        "x": json_values(_sig_figs(grid.x[mine])),
+        "y": json_values(_sig_figs(grid.y[mine])),
+        "customdata": json_values(count),
+        "marker": {"color": colour, "size": json_values(size.round(1)), "opacity": 0.7, "line": {"width": 0}},
+        "hovertemplate": f"{name}: %{{customdata}} jobs<br>{x_label} about %{{x:.3g}}<br>{y_label} about %{{y:.3g}}"
+        "<extra></extra>",
+    }
+
+
+def ecdf(values: ArrayLike, *, max_points: int = ECDF_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """The empirical CDF of ``values`` at no more than ``max_points`` distinct values.
+
+    Nulls and non-finite values are left out. The values kept are the order statistics at
+    evenly spaced ranks, smallest and largest included (all of them when there are few), and
+    each comes with the exact fraction of values <= it.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(x, fraction)``, x increasing, the last fraction 1 (both empty without a value).
+
+    Examples
+    --------
+    >>> x, f = ecdf([3, 1, 2, 2])
+    >>> x.tolist(), f.tolist()
+    ([1.0, 2.0, 3.0], [0.25, 0.75, 1.0])
+    """
+    data = _floats(values)
+    data = np.sort(data[np.isfinite(data)])
+    if data.size == 0:
+        return data, data.copy()
+    ranks = np.unique(np.round(np.linspace(0, data.size - 1, min(data.size, max_points))).astype(np.int64))
+    x = np.unique(data[ranks])
+    return x, np.searchsorted(data, x, side="right") / data.size
+
+
+def ecdf_trace(values: ArrayLike, *, name: str, colour: str, max_points: int = ECDF_POINTS) -> dict[str, Any]:
+    """A step line of :func:`ecdf` (at most ``max_points`` points), hover giving value and fraction."""
+    x, fraction = ecdf(values, max_points=max_points)
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "line": {"shape": "hv", "color": colour},
+        "name": name,
+        "x": json_values(x),
+        "y": json_values(fraction),
+        "hovertemplate": f"{name}<br>%{{x:.4g}}: %{{y:.1%}} at or below<extra></extra>",
+    }
+
+
+def quantiles(values: ArrayLike, probabilities: Sequence[float]) -> np.ndarray:
+    """Linear-interpolation quantiles of the finite values; NaN for each when there is none.
+
+    Examples
+    --------
+    >>> quantiles([1, 2, 3, 4, None], [0, 0.5, 1]).tolist()
+    [1.0, 2.5, 4.0]
+    """
+    data = _floats(values)
+    data = data[np.isfinite(data)]
+    if data.size == 0:
+        return np.full(len(probabilities), np.nan)
+    return np.quantile(data, np.asarray(probabilities, dtype=np.float64))
+
+
+def box_trace(values: ArrayLike, *, name: str, colour: str) -> dict[str, Any]:
+    """A Plotly box computed here from the values (box: quartiles, whiskers: min and max, dashed: mean).
+
+    Only seven numbers reach the page, whatever the number of values.
+    """
+    data = _floats(values)
+    data = data[np.isfinite(data)]
+    low, q1, median, q3, high = quantiles(data, (0, 0.25, 0.5, 0.75, 1))
+    mean = float(data.mean()) if data.size else np.nan
+    return {
+        "type": "box",
+        "name": name,
+        "x": [name],
+        "q1": json_values([q1]),
+        "median": json_values([median]),
+        "q3": json_values([q3]),
+        "lowerfence": json_values([low]),
+        "upperfence": json_values([high]),
+        "mean": json_values([mean]),
+        "boxpoints": False,
+        "marker": {"color": colour},
+    }

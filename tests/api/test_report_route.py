@@ -1,0 +1,88 @@
+"""``GET /v1/report``: the report of the stored jobs under the current policy, rebuilt only when either changes."""
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+import iosets.report
+from iosets.api import Settings, create_app
+from iosets.api._auth import create_token
+
+sys.path.insert(0, str(Path(__file__).parent.parent / "report"))
+from reading import read_page  # noqa: E402  # the report tests' page reader
+
+JOBS = [
+    {"job_id": "j1", "user": "u1", "app": "A", "start": 1000.0, "w_iter": 40.0, "w_iter_confidence": 0.9},
+    {"job_id": "j2", "user": "u2", "app": "<b>B</b>", "start": 1001.0, "w_iter": 4000.0, "w_iter_confidence": 0.9},
+]
+
+
+@pytest.fixture
+def app(tmp_path):
+    return create_app(Settings(data_dir=str(tmp_path), write_rate=1000.0))
+
+
+@pytest.fixture
+def client(app):
+    with TestClient(app) as client:
+        yield client
+
+
+def _header(app, *scopes):
+    _, token = create_token(app.state.service.store, list(scopes))
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+def builds(monkeypatch):
+    """The calls of build_report, which still builds the page."""
+    calls = []
+    build = iosets.report.build_report
+
+    def counted(*args, **kwargs):
+        calls.append(kwargs.get("recommendation"))
+        return build(*args, **kwargs)
+
+    monkeypatch.setattr(iosets.report, "build_report", counted)
+    return calls
+
+
+def test_the_report_shows_the_stored_jobs_with_their_sets(app, client, builds):
+    writer, reader = _header(app, "write"), _header(app, "read")
+    for row in JOBS:
+        assert client.post("/v1/jobs", json=row, headers=writer).status_code == 201
+    answer = client.get("/v1/report", headers=reader)
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "text/html; charset=utf-8"
+    assert answer.headers["content-security-policy"].startswith("default-src 'none';")
+    page = read_page(answer.text)
+    assert list(page.sections) == ["overview", "recommendation", "policy", "timelines", "requests", "jobs"]
+    rows = {row["job_id"]: row for row in page.tables["jobs-table"].records()}
+    assert {job: (row["app"], row["set"]) for job, row in rows.items()} == {"j1": ("A", "2"), "j2": ("<b>B</b>", "4")}
+    assert page.sections["recommendation"]["missing"] is None  # SET-10: round(log10 40) = 2, round(log10 4000) = 4
+
+
+def test_the_page_is_rebuilt_only_when_the_jobs_or_the_policy_change(app, client, builds):
+    writer, reader, admin = _header(app, "write"), _header(app, "read"), _header(app, "admin")
+    client.post("/v1/jobs", json=JOBS[0], headers=writer)
+    first = client.get("/v1/report", headers=reader).text
+    assert client.get("/v1/report", headers=reader).text == first
+    assert len(builds) == 1
+    client.post("/v1/jobs", json=JOBS[1], headers=writer)
+    assert "j2" in client.get("/v1/report", headers=reader).text
+    assert len(builds) == 2
+    client.put("/v1/policy", json={"mapping": "set-100"}, headers=admin)
+    client.get("/v1/report", headers=reader)
+    client.get("/v1/report", headers=reader)
+    assert len(builds) == 3
+    assert builds[-1]["set"].to_list() == [1, 2]  # SET-100: round(log100 40) = 1, round(log100 4000) = 2
+
+
+def test_no_stored_job_is_409_and_a_token_without_read_is_refused(app, client, builds):
+    empty = client.get("/v1/report", headers=_header(app, "read"))
+    assert empty.status_code == 409 and empty.json() == {"detail": "no job is stored yet: nothing to report"}
+    assert client.get("/v1/report").status_code == 401
+    assert client.get("/v1/report", headers=_header(app, "write")).status_code == 403
+    assert builds == []

@@ -1,0 +1,140 @@
+"""Figure helpers: reductions that keep every point counted, exact ECDFs, JSON-ready values."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from iosets.report._plots import (
+    bar_trace,
+    binned_scatter_trace,
+    box_trace,
+    bytes_axis,
+    ecdf,
+    ecdf_trace,
+    escape_text,
+    format_bytes,
+    format_seconds,
+    json_values,
+    log_histogram_2d,
+    quantiles,
+    seconds_axis,
+)
+
+
+def test_json_values_turn_nan_and_nulls_into_none():
+    assert json_values(np.array([1.0, np.nan, -np.inf])) == [1.0, None, None]
+    assert json_values(pl.Series([1, None, 3])) == [1, None, 3]
+    assert json_values(pl.Series([0.5, None, float("nan")])) == [0.5, None, None]
+    assert json.dumps(json_values(np.array([np.int64(2), np.int64(3)]))) == "[2, 3]"
+
+
+def test_escape_text_keeps_markup_as_text():
+    got = pl.select(escape_text(pl.lit("<script>x&y</script>"))).item()
+    assert got == "&lt;script&gt;x&amp;y&lt;/script&gt;"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0, "0 B"), (999, "999 B"), (1000, "1.00 kB"), (1.5e9, "1.50 GB"), (2.345e12, "2.35 TB"), (None, "-")],
+)
+def test_format_bytes(value, text):
+    assert format_bytes(value) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [(0.0123, "12.3 ms"), (1, "1.00 s"), (90, "1.50 min"), (7200, "2.00 h"), (86400 * 1.5, "1.50 d"), (None, "-")],
+)
+def test_format_seconds(value, text):
+    assert format_seconds(value) == text
+
+
+def test_axes_say_their_unit_and_scale():
+    assert bytes_axis("bytes", log=True) == {
+        "title": {"text": "bytes"},
+        "type": "log",
+        "automargin": True,
+        "exponentformat": "SI extended",
+        "ticksuffix": "B",
+    }
+    assert seconds_axis("w_iter")["type"] == "linear"
+    assert seconds_axis("w_iter")["ticksuffix"] == " s"
+
+
+def test_log_histogram_2d_counts_every_point_in_its_bin():
+    # x over two decades in 2 bins (edges 1, 10, 100); y over one decade (edges 0.1, 0.316, 1)
+    x = [1, 2, 9.9, 10, 50, 100, 0, None, 5]
+    y = [0.1, 0.2, 0.3, 0.5, 1.0, 1.0, 0.5, 0.5, -1]
+    groups = [0, 0, 1, 0, 1, 1, 0, 0, 0]
+    grid = log_histogram_2d(pl.Series(x, dtype=pl.Float64), y, groups=groups, n_bins=2)
+    assert grid.dropped == 3  # x = 0, x null, y < 0
+    np.testing.assert_allclose(grid.x_edges, [1, 10, 100])
+    np.testing.assert_allclose(grid.y_edges, [0.1, 10**-0.5, 1])
+    cells = sorted(zip(grid.group.tolist(), grid.ix.tolist(), grid.iy.tolist(), grid.count.tolist(), strict=True))
+    # group 0: (1, 0.1) and (2, 0.2) in bin (0, 0); (10, 0.5) in (1, 1); group 1: (9.9, 0.3) in (0, 0); two in (1, 1)
+    assert cells == [(0, 0, 0, 2), (0, 1, 1, 1), (1, 0, 0, 1), (1, 1, 1, 2)]
+    assert int(grid.count.sum()) == len(x) - grid.dropped
+    np.testing.assert_allclose(grid.x[grid.ix == 0], 10**0.5)  # geometric centre of [1, 10]
+
+
+def test_log_histogram_2d_of_one_value_spans_a_decade():
+    grid = log_histogram_2d([3.0, 3.0], [0.5, 0.5], n_bins=4)
+    assert grid.count.tolist() == [2]
+    np.testing.assert_allclose(grid.x_edges[[0, -1]], [3 * 10**-0.5, 3 * 10**0.5])
+
+
+def test_log_histogram_2d_of_many_points_sums_to_their_number():
+    rng = np.random.default_rng(0)
+    x, y = 10 ** rng.uniform(-1, 4, 10_000), 10 ** rng.uniform(-3, 0, 10_000)
+    groups = rng.integers(0, 5, 10_000)
+    grid = log_histogram_2d(x, y, groups=groups, n_bins=60)
+    assert grid.dropped == 0
+    assert int(grid.count.sum()) == 10_000
+    assert grid.ix.max() <= 59 and grid.iy.max() <= 59
+    for g in range(5):
+        trace = binned_scatter_trace(grid, g, name=f"set {g}", colour="#000", x_label="w", y_label="a")
+        assert sum(trace["customdata"]) == int((groups == g).sum())
+        assert len(trace["x"]) == len(trace["y"]) == len(trace["marker"]["size"])
+
+
+def test_ecdf_is_exact_with_ties():
+    x, fraction = ecdf([3, 1, 2, 2, None, float("nan")])
+    assert x.tolist() == [1.0, 2.0, 3.0]
+    assert fraction.tolist() == [0.25, 0.75, 1.0]
+
+
+def test_ecdf_reduced_keeps_extremes_and_exact_fractions():
+    rng = np.random.default_rng(1)
+    values = rng.integers(0, 5000, 100_000).astype(float)
+    x, fraction = ecdf(values, max_points=200)
+    assert len(x) <= 200
+    assert x[0] == values.min() and x[-1] == values.max() and fraction[-1] == 1.0
+    assert np.all(np.diff(x) > 0)
+    brute = np.array([(values <= v).mean() for v in x[:20]])
+    np.testing.assert_allclose(fraction[:20], brute)
+    trace = ecdf_trace(values, name="fcfs", colour="#111")
+    assert len(trace["x"]) == len(x) and trace["line"]["shape"] == "hv"
+
+
+def test_ecdf_of_nothing_is_empty():
+    x, fraction = ecdf([None], max_points=10)
+    assert x.size == 0 and fraction.size == 0
+
+
+def test_quantiles_and_box_trace():
+    assert quantiles([4, 1, 3, 2], [0, 0.25, 0.5, 1]).tolist() == [1.0, 1.75, 2.5, 4.0]
+    assert np.isnan(quantiles([], [0.5])).all()
+    box = box_trace([1, 2, 3, 4, 10], name="wfq", colour="red")
+    assert (box["lowerfence"], box["q1"], box["median"], box["q3"], box["upperfence"]) == ([1], [2], [3], [4], [10])
+    assert box["mean"] == [4.0]
+    assert box_trace([], name="none", colour="red")["median"] == [None]
+
+
+def test_bar_trace_orientation_and_colours():
+    vertical = bar_trace(["a", "b"], np.array([1.0, np.nan]), colour=["#1", "#2"], hover=["x", "y"])
+    assert vertical["x"] == ["a", "b"] and vertical["y"] == [1.0, None]
+    assert vertical["marker"] == {"color": ["#1", "#2"]} and vertical["hovertext"] == ["x", "y"]
+    horizontal = bar_trace(pl.Series(["a"]), [5], name="n", colour="#3", horizontal=True)
+    assert (horizontal["orientation"], horizontal["x"], horizontal["y"], horizontal["name"]) == ("h", [5], ["a"], "n")

@@ -1,0 +1,226 @@
+"""The "What the policy would do" section: numbers equal to the replay's and the tuning's, gains and losses by hand."""
+
+import json
+
+import numpy as np
+import polars as pl
+import pytest
+
+from iosets.report._document import ReportInputs, set_colour
+from iosets.report._policy import baseline_policy, policy_order, policy_section
+from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_POLICIES, TUNE_RANKING
+
+JOB_IDS = ["a", "b", "c"]
+RUNTIMES = {"fcfs": [10.0, 20.0, 30.0], "iosets-wfq": [8.0, 25.0, 30.0], "wfq": [10.0, 21.0, 36.0]}
+# Against fcfs: iosets-wfq a -20 %, b +25 %, c 0; wfq a 0, b +5 %, c +20 %.
+
+
+def replay_jobs(runtimes=RUNTIMES):
+    rows = [
+        (job, policy, runtime, runtime, 10.0, runtime / 10.0, 1.0, runtime - 10.0)
+        for policy, values in runtimes.items()
+        for job, runtime in zip(JOB_IDS, values, strict=True)
+    ]
+    columns = ["job_id", "policy", "recorded_runtime", "runtime", "alone_runtime", "stretch", "io_slowdown", "wait"]
+    return TRACE_REPLAY_JOBS.validate(pl.DataFrame(rows, schema=columns, orient="row"))
+
+
+def replay_policies():
+    frame = pl.DataFrame(
+        {
+            "policy": ["fcfs", "iosets-wfq", "wfq"],
+            "utilization": [0.61, 0.72, 0.65],
+            "utilization_bound": [0.8, 0.8, 0.8],
+            "io_slowdown": [1.9, 1.3, None],
+            "max_stretch": [3.0, 2.5, 2.9],
+            "mean_stretch": [1.14, 1.11, 1.2],
+            "p99_stretch": [2.9, 2.4, 2.8],
+            "throughput": [1.5e9, 1.7e9, 1.6e9],
+            "window_start": [0.0] * 3,
+            "window_end": [100.0] * 3,
+        }
+    )
+    return TRACE_REPLAY_POLICIES.validate(frame)
+
+
+def recommendation():
+    frame = pl.DataFrame(
+        {
+            "job_id": JOB_IDS,
+            "set": [0, 1, 1],
+            "priority": [1.0, 0.1, 0.1],
+            "conservative": [False] * 3,
+            "wfq_weight": [10, 1, 1],
+            "rbfq_reservation": [None] * 3,
+            "rbfq_weight": [10.0, 1.0, 1.0],
+            "rbfq_limit": [None] * 3,
+        }
+    )
+    return RECOMMENDED_JOBS.validate(frame)
+
+
+def tune():
+    frame = pl.DataFrame(
+        {
+            "rank": [1, 2, 3],
+            "mapping": ["set-10", "gmm", "fair-share"],
+            "n_sets": [3, 2, 3],
+            "utilization": [0.72, 0.7, 0.6],
+            "io_slowdown": [1.3, 1.4, 1.9],
+            "max_stretch": [2.5, 2.6, 3.0],
+            "idealised_rank": [2, 1, 3],
+        }
+    )
+    return TUNE_RANKING.validate(frame)
+
+
+def jobs():
+    return JOBS.validate(pl.DataFrame({"job_id": JOB_IDS}))
+
+
+def full_inputs(**changes):
+    given = {
+        "jobs": jobs(),
+        "recommendation": recommendation(),
+        "replay_jobs": replay_jobs(),
+        "replay_policies": replay_policies(),
+        "tune": tune(),
+    }
+    return ReportInputs(**(given | changes))
+
+
+def table(section, table_id):
+    return next(t for t in section.tables if t.id == table_id)
+
+
+def figure(section, figure_id):
+    return next(f for f in section.figures if f.id == figure_id)
+
+
+def test_order_and_baseline():
+    inputs = full_inputs()
+    assert policy_order(inputs) == ["fcfs", "iosets-wfq", "wfq"]
+    assert baseline_policy(["wfq", "fcfs"]) == "fcfs"
+    assert baseline_policy(["wfq", "rbfq"]) == "wfq"
+
+
+def test_comparison_table_and_bars_equal_the_per_policy_table():
+    section = policy_section(full_inputs())
+    compare = table(section, "policy-compare").frame
+    assert compare.equals(replay_policies().select(compare.columns))
+    plot = figure(section, "policy-compare-plot")
+    bars = {trace["name"]: trace for trace in plot.data if trace["type"] == "bar"}
+    assert bars["Utilization"]["x"] == ["fcfs", "iosets-wfq", "wfq"]
+    assert bars["Utilization"]["y"] == [0.61, 0.72, 0.65]
+    assert bars["IO-slowdown"]["y"] == [1.9, 1.3, None]
+    assert bars["throughput (B/s)"]["y"] == [1.5e9, 1.7e9, 1.6e9]
+    (bound,) = [trace for trace in plot.data if trace["name"] == "upper bound"]
+    assert bound["y"] == [0.8, 0.8, 0.8] and bound["mode"] == "markers"
+
+
+def test_gains_and_losses_by_hand():
+    section = policy_section(full_inputs())
+    extremes = table(section, "policy-extremes").frame
+    assert extremes.select("policy", "side", "job_id", "set", "change").rows() == [
+        ("iosets-wfq", "gain", "a", 0, -2.0),
+        ("iosets-wfq", "loss", "b", 1, 5.0),
+        ("wfq", "loss", "c", 1, 6.0),
+        ("wfq", "loss", "b", 1, 1.0),
+    ]
+    assert extremes["relative_change"].to_list() == pytest.approx([-0.2, 0.25, 0.2, 0.05])
+    bars = figure(section, "policy-extremes-iosets-wfq").data[0]
+    assert bars["y"] == ["b", "a"] and bars["x"] == pytest.approx([25.0, -20.0])
+    assert bars["marker"]["color"] == [set_colour(1), set_colour(0)]
+
+
+def test_mean_change_per_set_by_hand():
+    section = policy_section(full_inputs())
+    per_set = table(section, "policy-sets").frame
+    assert per_set.select("policy", "set", "jobs", "longer", "shorter").rows() == [
+        ("iosets-wfq", 0, 1, 0, 1),
+        ("iosets-wfq", 1, 2, 1, 0),
+        ("wfq", 0, 1, 0, 0),
+        ("wfq", 1, 2, 1, 0),
+    ]
+    assert per_set["mean_change"].to_list() == pytest.approx([-2.0, 2.5, 0.0, 3.5])
+    assert per_set["mean_relative_change"].to_list() == pytest.approx([-0.2, 0.125, 0.0, 0.125])
+    plot = figure(section, "policy-sets-plot")
+    assert [trace["name"] for trace in plot.data] == ["iosets-wfq", "wfq"]
+    assert plot.data[0]["y"] == pytest.approx([-20.0, 12.5])
+
+
+def test_reading_gives_the_key_numbers():
+    reading = policy_section(full_inputs()).reading
+    assert "Under iosets-wfq, mean stretch 1.11 against 1.14 under fcfs" in reading
+    assert "of 3 jobs, 1 run more than 10% longer and 1 more than 10% shorter" in reading
+    assert "Set 0 gains most (mean runtime change -20.0%), set 1 pays most (+12.5%)" in reading
+    assert "utilization is 0.72 (upper bound 0.8)" in reading
+    assert "The tuning ranks set-10 first" in reading
+    assert "differs for 2 of 3 mappings" in reading
+
+
+def test_stretch_ecdf_is_reduced_and_exact():
+    rng = np.random.default_rng(1)
+    n = 1000
+    stretch = {policy: 1 + rng.exponential(0.2 * (k + 1), n) for k, policy in enumerate(["fcfs", "wfq"])}
+    frame = pl.DataFrame(
+        {
+            "job_id": [f"j{i}" for i in range(n)] * 2,
+            "policy": ["fcfs"] * n + ["wfq"] * n,
+            "recorded_runtime": 1.0,
+            "runtime": np.concatenate(list(stretch.values())),
+            "alone_runtime": 1.0,
+            "stretch": np.concatenate(list(stretch.values())),
+            "io_slowdown": 1.0,
+            "wait": 0.0,
+        }
+    )
+    inputs = ReportInputs(jobs=jobs(), replay_jobs=TRACE_REPLAY_JOBS.validate(frame))
+    plot = figure(policy_section(inputs), "policy-stretch")
+    assert [trace["name"] for trace in plot.data] == ["fcfs", "wfq"]
+    for trace in plot.data:
+        values = np.sort(stretch[trace["name"]])
+        assert len(trace["x"]) <= 200
+        assert trace["x"][0] == values[0] and trace["x"][-1] == values[-1] and trace["y"][-1] == 1.0
+        at = np.searchsorted(values, trace["x"], side="right") / n
+        assert trace["y"] == pytest.approx(at.tolist())
+
+
+def test_missing_both_names_the_three_commands():
+    section = policy_section(ReportInputs(jobs=jobs()))
+    assert section.missing is not None
+    for command in (
+        "iosets ingest LOGS --site -o site.parquet",
+        "iosets replay-trace site.parquet --rec rec.parquet --compare fcfs,wfq,iosets-wfq -o perjob.parquet",
+        "iosets tune JOBS -o ranking.parquet",
+    ):
+        assert command in section.missing
+
+
+def test_tuning_alone_says_what_the_replay_needs():
+    section = policy_section(ReportInputs(jobs=jobs(), tune=tune()))
+    assert section.missing is None and [t.id for t in section.tables] == ["policy-tune"]
+    assert section.figures == ()
+    assert "iosets replay-trace site.parquet" in section.reading
+    assert table(section, "policy-tune").frame["mapping"].to_list() == ["set-10", "gmm", "fair-share"]
+
+
+def test_replay_alone_says_what_the_tuning_needs():
+    section = policy_section(full_inputs(tune=None))
+    assert section.missing is None
+    assert "No tuning given: `iosets tune JOBS -o ranking.parquet`" in section.reading
+    assert "policy-compare" in [t.id for t in section.tables]
+
+
+def test_one_policy_has_no_gains_table():
+    inputs = full_inputs(replay_jobs=replay_jobs({"fcfs": RUNTIMES["fcfs"]}), replay_policies=None, tune=None)
+    section = policy_section(inputs)
+    assert [f.id for f in section.figures] == ["policy-stretch"]
+    assert "one policy, fcfs: mean stretch 2 over 3 jobs" in section.reading
+
+
+def test_policy_names_are_escaped_in_plots():
+    runtimes = {"fcfs": RUNTIMES["fcfs"], "<i>x</i>": RUNTIMES["wfq"]}
+    section = policy_section(full_inputs(replay_jobs=replay_jobs(runtimes), replay_policies=None, tune=None))
+    text = json.dumps([f.data for f in section.figures])
+    assert "<i>" not in text and "&lt;i&gt;x&lt;/i&gt;" in text
