@@ -11,6 +11,7 @@ from ._document import Figure, ReportInputs, Section, Table, set_colour
 from ._plots import (
     ECDF_POINTS,
     category_axis,
+    counted,
     ecdf_trace,
     escape_text,
     figure_layout,
@@ -170,8 +171,9 @@ def _tune_reading(tune: pl.DataFrame) -> str:
         return "The tuning ranked no mapping."
     best = tune.sort("rank").row(0, named=True)
     text = (
-        f"The tuning ranks {best['mapping']} first ({best['n_sets']} sets; utilization {_num(best['utilization'])}, "
-        f"Max Stretch {_num(best['max_stretch'])}) among {tune.height} candidate mappings."
+        f"The tuning ranks {best['mapping']} first ({counted(best['n_sets'], 'set')}; "
+        f"utilization {_num(best['utilization'])}, Max Stretch {_num(best['max_stretch'])}) "
+        f"among {tune.height} candidate mappings."
     )
     if "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any():
         compared = tune.filter(pl.col("idealised_rank").is_not_null())

@@ -45,13 +45,13 @@ INPUT_LABELS = {
     "jobs": "jobs",
     "recommendation": "recommendation",
     "site": "site trace",
-    "replay_jobs": "trace replay, per job",
-    "replay_phases": "trace replay, phases",
-    "replay_policies": "trace replay, policies",
-    "replay_shares": "trace replay, set shares",
+    "replay_jobs": "per-job trace replay",
+    "replay_phases": "trace replay phases",
+    "replay_policies": "trace replay metrics",
+    "replay_shares": "trace replay set shares",
     "tune": "tuning ranking",
-    "requests": "request replay",
-    "request_classes": "request replay, classes",
+    "requests": "request results",
+    "request_classes": "request classes",
 }
 """How the header names each input (ReportInputs fields, in this order)."""
 
