@@ -55,9 +55,11 @@ class Fitted:
 
 
 def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
-    """The stored jobs a recommender learns from: those with an app and a user; a missing start is the receipt date."""
+    """The stored jobs a recommender learns from: those with an app and a user; a missing start is the receipt date,
+    or the job's end when that is earlier (a start never after the end)."""
     named = pl.col("app").is_not_null() & (pl.col("app") != "") & pl.col("user").is_not_null() & (pl.col("user") != "")
-    return stored.filter(named).with_columns(pl.coalesce("start", "received_at").alias("start"))
+    start = pl.coalesce("start", pl.min_horizontal("received_at", "end"))
+    return stored.filter(named).with_columns(start.alias("start"))
 
 
 def default_answer(policy: dict[str, Any]) -> dict[str, Any]:

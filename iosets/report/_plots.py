@@ -38,20 +38,28 @@ def epoch_dated(jobs: pl.DataFrame) -> pl.DataFrame:
     return dated if dated.height else timed
 
 
+def epoch_date(seconds: float, fmt: str = "%Y-%m-%d %H:%M") -> str | None:
+    """``seconds`` since the epoch as a UTC date; None below :data:`EPOCH_FLOOR` or past what a calendar holds."""
+    if not seconds >= EPOCH_FLOOR:
+        return None
+    try:
+        return datetime.fromtimestamp(seconds, UTC).strftime(fmt)
+    except (OverflowError, OSError, ValueError):  # past year 9999
+        return None
+
+
 def date_text(seconds: float | None) -> str:
-    """A date since the epoch as ``YYYY-MM-DD HH:MM`` (UTC), seconds since a trace's start below
-    :data:`EPOCH_FLOOR`, ``-`` for none.
+    """A date since the epoch as ``YYYY-MM-DD HH:MM`` (UTC), else seconds (since a trace's start below
+    :data:`EPOCH_FLOOR`, or too far for a calendar), ``-`` for none.
 
     Examples
     --------
-    >>> date_text(1.7e9), date_text(12.5), date_text(None)
-    ('2023-11-14 22:13', '12 s', '-')
+    >>> date_text(1.7e9), date_text(12.5), date_text(1e300), date_text(None)
+    ('2023-11-14 22:13', '12.5 s', '1e+300 s', '-')
     """
     if seconds is None:
         return "-"
-    if seconds < EPOCH_FLOOR:
-        return f"{seconds:,.0f} s"
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
+    return epoch_date(seconds) or f"{seconds:,.6g} s"
 
 
 def _floats(values: ArrayLike) -> np.ndarray:

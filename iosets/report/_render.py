@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._document import Figure, ReportInputs, Section, Table
-from ._plots import EPOCH_FLOOR, date_text, epoch_dated
+from ._plots import EPOCH_FLOOR, date_text, epoch_date, epoch_dated
 
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -272,7 +272,8 @@ def site_span(inputs: ReportInputs) -> str:
 
 def _date(seconds: float) -> str:
     """A date since the epoch in UTC, or seconds since the trace's start for small values."""
-    return date_text(seconds) + (" UTC" if seconds >= EPOCH_FLOOR else "")
+    date = epoch_date(seconds)
+    return f"{date} UTC" if date else date_text(seconds)
 
 
 def _duration(seconds: float) -> str:

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from ._document import UNSET_COLOUR, Figure, ReportInputs, Section, Table, set_colour
-from ._plots import EPOCH_FLOOR, category_axis, escape_text, figure_layout, format_seconds, json_values, number_axis
+from ._plots import (
+    category_axis,
+    epoch_date,
+    escape_text,
+    figure_layout,
+    format_seconds,
+    json_values,
+    number_axis,
+)
 from ._policy import INGEST_COMMAND, REPLAY_COMMAND, policy_order, set_label
 
 SECTION_ID = "timelines"
@@ -149,7 +156,7 @@ def busiest_window(phases: pl.DataFrame, edges: np.ndarray) -> tuple[float, floa
 
 def time_axis(first: float) -> tuple[float, dict[str, Any]]:
     """Scale from seconds to the axis' unit, and the axis: dates (UTC) for dates since the epoch, else seconds."""
-    if first >= EPOCH_FLOOR:
+    if epoch_date(first) is not None:
         return 1000.0, {"type": "date", "title": {"text": "date (UTC)"}, "automargin": True}
     return 1.0, number_axis("date (s)")
 
@@ -296,10 +303,10 @@ def _gantt_figure(shown: pl.DataFrame, policy: str, window: tuple[float, float],
 
 def _span(begin: float, end: float) -> str:
     """A slice in words: UTC dates for dates since the epoch, else seconds."""
-    if begin < EPOCH_FLOOR:
+    first, last = (epoch_date(t, "%Y-%m-%d %H:%M:%S") for t in (begin, end))
+    if first is None or last is None:
         return f"[{begin:.6g}, {end:.6g}] s"
-    dates = [datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%Y-%m-%d %H:%M:%S") for t in (begin, end)]
-    return f"{dates[0]} to {dates[1]} UTC"
+    return f"{first} to {last} UTC"
 
 
 def _set_key(item: tuple[tuple[Any, ...], pl.DataFrame]) -> tuple[bool, int]:

@@ -86,3 +86,19 @@ def test_no_stored_job_is_409_and_a_token_without_read_is_refused(app, client, b
     assert client.get("/v1/report").status_code == 401
     assert client.get("/v1/report", headers=_header(app, "write")).status_code == 403
     assert builds == []
+
+
+def test_a_job_with_an_end_but_no_start_neither_stops_the_refits_nor_the_report(app, client, builds):
+    writer, reader = _header(app, "write"), _header(app, "read")
+    client.post("/v1/jobs", json=JOBS[0], headers=writer)
+    no_start = {"job_id": "j3", "user": "u3", "app": "C", "end": -7.2e16}  # ended before it was received
+    assert client.post("/v1/jobs", json=no_start, headers=writer).status_code == 201
+    client.post("/v1/jobs", json=JOBS[1], headers=writer)
+    service = app.state.service
+    service.refresh()
+    history = service._state.history.sort("job_id")
+    assert history["job_id"].to_list() == ["j1", "j2", "j3"]
+    assert history.filter(job_id="j3")["start"].item() == -7.2e16  # its start: its end, not the receipt date
+    answer = client.get("/v1/report", headers=reader)
+    assert answer.status_code == 200
+    assert builds[-1]["job_id"].sort().to_list() == ["j1", "j2", "j3"]
