@@ -14,6 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
+from .._results import Part, Tables
 from .._validation import check_count, check_fraction, check_positive
 from ..errors import InputError
 from ..schemas import ANALYSIS_ERRORS, JOBS, MODULE_TOTALS
@@ -26,11 +27,24 @@ _MIN_PARALLEL = 48  # smaller batches run in this process (Darshan logs in its o
 
 
 @dataclass(frozen=True)
-class Analysis:
-    """Result of :func:`analyze`: one row per job, the inputs that failed, and each log's traffic per module."""
+class Analysis(Tables):
+    """Result of :func:`analyze`: one row per job, the inputs that failed, and each log's traffic per module.
+
+    ``write(path)`` writes the jobs table at ``path``, the failed inputs beside it as ``<stem>.errors<suffix>``
+    and the module breakdown as ``<stem>.modules<suffix>`` (each not written when empty, and the file an earlier
+    run left removed); ``read(path)`` reads them back.
+    """
+
+    PARTS = (
+        Part("jobs", JOBS, "jobs table", when_empty="remove"),
+        Part("errors", ANALYSIS_ERRORS, "errors table", when_empty="remove"),
+        Part("modules", MODULE_TOTALS, "module table", when_empty="remove"),
+    )
 
     jobs: pl.DataFrame
+    """:data:`iosets.schemas.JOBS`: one row per job."""
     errors: pl.DataFrame
+    """:data:`iosets.schemas.ANALYSIS_ERRORS`: the inputs that could not be analysed."""
     modules: pl.DataFrame
     """:data:`iosets.schemas.MODULE_TOTALS`: the breakdown of the jobs' bytes, operations and I/O time."""
 

@@ -13,14 +13,15 @@ import functools
 import math
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import polars as pl
 
+from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..schemas import SITE_OPS
+from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_OPS
 from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
 from ._jobs import JobLogs, group_logs
 from ._periodicity import phase_bounds
@@ -42,16 +43,27 @@ SiteOutcome = tuple[Outcome, pl.DataFrame | None]
 
 
 @dataclass(frozen=True)
-class SiteTrace:
-    """Result of :func:`site_trace`: the requests, their jobs, the jobs without requests, and failed inputs."""
+class SiteTrace(Tables):
+    """Result of :func:`site_trace`: the requests, their jobs, the jobs without requests, and failed inputs.
+
+    ``write(path)`` writes the requests at ``path`` and their jobs beside them as ``<stem>.jobs<suffix>`` (whose
+    start dates let a trace replay count compute before a job's first request); ``read(path)`` reads both
+    (``skipped`` and ``errors`` are not written: they come back empty).
+    """
+
+    PARTS = (
+        Part("ops", SITE_OPS, "site trace", when_empty="remove"),
+        Part("jobs", JOBS, "site jobs table", when_empty="remove", optional=True),
+    )
 
     ops: pl.DataFrame
     """:data:`iosets.schemas.SITE_OPS`, sorted by start."""
-    jobs: pl.DataFrame
-    """:data:`iosets.schemas.JOBS` rows (with ``path``) of the jobs in ``ops``, as :func:`analyze` gives them."""
-    skipped: pl.DataFrame
+    jobs: pl.DataFrame | None
+    """:data:`iosets.schemas.JOBS` rows (with ``path``) of the jobs in ``ops``, as :func:`analyze` gives them;
+    None when read from a site trace written without them."""
+    skipped: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_SKIPPED))
     """``job_id``, ``path``, ``reason``: each log of a job in the window whose requests are not in ``ops``."""
-    errors: pl.DataFrame
+    errors: pl.DataFrame = field(default_factory=ANALYSIS_ERRORS.empty)
     """:data:`iosets.schemas.ANALYSIS_ERRORS`: the inputs that could not be read, as :func:`analyze` lists them."""
 
 

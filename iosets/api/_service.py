@@ -294,7 +294,7 @@ class Service:
         with self._report_lock:
             if self._report is None or self._report[0] != key:
                 recommendation = None if state.known is None else state.known.predict(state.history)
-                self._report = (key, build_report(self.store.history(), recommendation=recommendation))
+                self._report = (key, build_report(self.store.history(), recommendation=recommendation).html)
             return self._report[1]
 
     # ---------------------------------------------------------------------------------- refits

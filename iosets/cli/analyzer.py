@@ -15,6 +15,7 @@ from ._output import echo, progress, show_note, show_warning
 if TYPE_CHECKING:
     import polars as pl
 
+    from .._results import Written
     from ..analyzer import SkipReport
 
 SHOWN_PROBLEMS = 5
@@ -59,21 +60,21 @@ def analyze(
         raise InputError("give Darshan logs or folders, --manifest FILE, or --ops FILE")
     if ops is not None and (logs or lists):
         raise InputError("give Darshan logs, folders or --manifest FILE, or --ops FILE, not both")
-    from .._io import check_output, companion_path, write_frame
+    from ..analyzer import Analysis
 
-    check_output(output, what="jobs table")
+    Analysis.check_output(output)
     if ops is not None:
         from ..analyzer import analyze_ops, read_ops
+        from ..schemas import ANALYSIS_ERRORS, MODULE_TOTALS
 
         jobs = analyze_ops(read_ops(ops), min_confidence=min_confidence)
-        write_frame(jobs, output)
+        written = Analysis(jobs=jobs, errors=ANALYSIS_ERRORS.empty(), modules=MODULE_TOTALS.empty()).write(output)
         echo(f"wrote {output}: {jobs.height} jobs from {ops}")
         echo(rhythm_summary(jobs))
+        _wrote(written)
         return
     from ..analyzer import analyze as analyze_logs
 
-    errors_path = check_output(companion_path(output, "errors"), what="errors table")
-    modules_path = check_output(companion_path(output, "modules"), what="module table")
     result = analyze_logs(
         logs,
         manifests=lists,
@@ -84,14 +85,14 @@ def analyze(
         per_log=per_log,
         progress=lambda done, total: progress(done, total=total, description="analyzing"),
     )
-    if _written(result.jobs, output):
+    written = result.write(output)
+    if not result.jobs.is_empty():
         n_logs = int(result.jobs["n_logs"].fill_null(1).sum())
         merged = f" from {n_logs} logs" if n_logs != result.jobs.height else ""
         echo(f"wrote {output}: {result.jobs.height} jobs{merged}")
         echo(rhythm_summary(result.jobs))
-    _written(result.errors, errors_path)
-    _written(result.modules, modules_path)
-    _report(result.jobs, result.errors, errors_path, inputs=[*logs, *lists])
+    _wrote(written)
+    _report(result.jobs, result.errors, Analysis.paths(output)["errors"], inputs=[*logs, *lists])
 
 
 def rhythm_summary(jobs: pl.DataFrame) -> str:
@@ -102,21 +103,9 @@ def rhythm_summary(jobs: pl.DataFrame) -> str:
     return f"  {periodic} periodic" + (f"; not periodic: {why}" if why else "")
 
 
-def _written(frame: pl.DataFrame, path: Path) -> bool:
-    """Write ``frame`` to ``path``; when it is empty remove what an earlier run left there instead. True if written."""
-    from .._io import write_frame
-
-    if frame.is_empty():
-        _remove_stale(path)
-        return False
-    write_frame(frame, path)
-    return True
-
-
-def _remove_stale(path: Path) -> None:
-    """Remove ``path`` left by an earlier run, so that no file outlives the run it describes; say so."""
-    if path.is_file():
-        path.unlink()
+def _wrote(written: Written) -> None:
+    """Say which files of an earlier run a result's write removed, so that none outlives the run it describes."""
+    for path in written.removed:
         show_note(f"removed {path} of an earlier run")
 
 
@@ -220,25 +209,25 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
     """The site trace of many traces: write it, then say how many requests, jobs and skips."""
     if not (traces or lists):
         raise InputError("give Darshan logs, traces or folders, or --manifest FILE")
-    from .._io import check_output, companion_path
-    from ..analyzer import site_trace
+    from ..analyzer import SiteTrace, site_trace
 
-    check_output(output, what="site trace")
-    jobs_path = check_output(companion_path(output, "jobs"), what="site jobs table")
+    SiteTrace.check_output(output)
     site = site_trace(
         traces,
         manifests=lists,
         window=window,
         progress=lambda done, total: progress(done, total=total, description="reading"),
     )
-    if _written(site.ops, output):
-        _written(site.jobs, jobs_path)
-        skipped_jobs = len(set(site.skipped["job_id"]) - set(site.jobs["job_id"]))
+    written = site.write(output)
+    if not site.ops.is_empty():
+        kept = set(site.ops["job_id"])
+        skipped_jobs = len(set(site.skipped["job_id"]) - kept)
         echo(
-            f"wrote {output}: {site.ops.height} requests of {site.jobs.height} jobs "
+            f"wrote {output}: {site.ops.height} requests of {len(kept)} jobs "
             f"({int(site.ops['synthetic'].sum())} synthesised from HEATMAP); "
-            f"skipped {skipped_jobs} counters-only jobs; their jobs table in {jobs_path}"
+            f"skipped {skipped_jobs} counters-only jobs; their jobs table in {SiteTrace.paths(output)['jobs']}"
         )
+    _wrote(written)
     _list_problems("skipped", [f"{path}: {reason}" for path, reason in site.skipped.select("path", "reason").rows()])
     _list_problems("failed", site.errors["reason"].to_list())
     if not site.ops.is_empty():

@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
 
-    from ..replay import RequestReplay
-    from ..replay._compare import PolicyComparison
+    from ..replay import PolicyComparison, RequestReplay
 
 DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority")
 
@@ -190,19 +189,15 @@ def _write_report(
     requests: RequestReplay,
 ) -> None:
     """The HTML report of what the demo found, at ``path``; its path on stdout."""
-    import polars as pl
-
     from ..report import build_report
 
-    scheduler = pl.lit("rbfq").alias("scheduler")
-    results = requests.requests().with_columns(pl.Series("size", requests.trace.size).cast(pl.Int64), scheduler)
     build_report(
         jobs,
         recommendation=recommended,
         site=site_ops,
         replay=comparison,
         tune=ranking,
-        requests={"results": results, "classes": requests.metrics.classes.with_columns(scheduler)},
+        requests=requests.results,
         output=path,
     )
     echo(f"wrote {path}", stderr=False)

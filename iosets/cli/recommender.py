@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
 
+    from ..replay import Tuning
+
 
 def _rate(value: float | None) -> str:
     """A bandwidth in MB/s, ``-`` when there is none."""
@@ -112,7 +114,10 @@ def recommend(
         typer.Option(help="RBFQ reservation = safety x alpha_io x bandwidth per job; a set's is its largest job's."),
     ] = 1.5,
     limit: Annotated[float | None, typer.Option(help="RBFQ limit per job, fraction of bandwidth.")] = None,
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the recommended jobs table.")] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the recommended jobs table, and the per-set table as NAME.sets."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the per-set table as JSON only.")] = False,
 ) -> None:
     """Sets, priorities, WFQ weights and RBFQ parameters for the jobs of a jobs table.
@@ -137,19 +142,20 @@ def recommend(
         return
     if jobs_path is None:
         raise InputError("give a jobs table, or --history H --for app=...,user=...")
-    from .._io import check_output, read_frame, write_frame
+    from .._io import read_frame
+    from ..recommender import Recommendation
     from ..recommender import recommend as recommend_jobs
-    from ..recommender import set_summary
 
     if output is not None:
-        check_output(output, what="recommendation")
+        Recommendation.check_output(output)
     with warnings_to_stderr():
         recommended = recommend_jobs(
             read_frame(jobs_path, what="jobs table"), mapping, min_confidence=min_confidence, **options
         )
-    summary = set_summary(recommended)
+    result = Recommendation.of(recommended)
+    summary = result.sets
     if output is not None:
-        write_frame(recommended, output)
+        result.write(output)
     if as_json:
         print_json(summary.to_dicts())
         return
@@ -223,7 +229,7 @@ def tune(
     with --overlap, only those whose recorded runs contain the busiest instant.
     The first lines say how many jobs were used, why the others were left out, and when their runs do not overlap.
     """
-    from .._io import check_output, read_frame
+    from .._io import read_frame
     from ..replay import tune as tune_mappings
     from ..replay import tune_selection
 
@@ -232,15 +238,17 @@ def tune(
         idealised_only={"--bandwidth": bandwidth is not None, "--horizon": horizon is not None, "--overlap": overlap},
         site_only={"--mapping": mapping is not None, "--device": device is not None, "--dask": dask is not None},
     )
+    from ..replay import Tuning
+
     if output is not None:
-        check_output(output, what="ranking")
+        Tuning.check_output(output)
     jobs = read_frame(jobs_path, what="jobs table")
     if site is not None:
-        ranking = _tune_site(
+        tuning = _tune_site(
             jobs, site, parse_numbers(bases, "--bases"), gmm, mapping, device, workers, dask, seed, as_json
         )
         if output is not None:
-            _write_ranking(ranking, output)
+            _wrote(tuning, output)
         return
     ranking = tune_mappings(
         jobs,
@@ -254,7 +262,7 @@ def tune(
     for line in tune_selection(jobs, overlap=overlap).summary.splitlines():
         echo(line, stderr=as_json)
     if output is not None:
-        _write_ranking(ranking, output)
+        _wrote(Tuning(ranking=ranking), output)
     if as_json:
         print_json(ranking.to_dicts())
         return
@@ -273,22 +281,19 @@ def _check_tune_options(with_site: bool, *, idealised_only: dict[str, bool], sit
         raise InputError(f"{given[0]} applies only with --site SITE")
 
 
-def _write_ranking(ranking: pl.DataFrame, output: Path) -> None:
-    """Write a tuning ranking, checked as :data:`~iosets.schemas.TUNE_RANKING` (null ``idealised_rank``: no --site)."""
-    from .._io import write_frame
-    from ..schemas import TUNE_RANKING
-
-    write_frame(TUNE_RANKING.validate(ranking, source=str(output)), output)
-    echo(f"wrote {output}")
+def _wrote(tuning: Tuning, output: Path) -> None:
+    """Write a tuning's rankings and say where (an earlier run's idealised ranking is removed when there is none)."""
+    done = tuning.write(output)
+    echo(f"wrote {', '.join(map(str, done.written))}")
 
 
-def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_json) -> pl.DataFrame:
+def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_json) -> Tuning:
     """``iosets tune --site``: the candidates ranked by trace replay, and how far the idealised ranking differs."""
-    from .._io import read_frame
+    from ..analyzer import SiteTrace
     from ..replay import read_device, tune_site
 
     got = tune_site(
-        read_frame(site, what="site trace"),
+        SiteTrace.read(site).ops,
         jobs,
         bases=bases,
         gmm=gmm,
@@ -312,10 +317,10 @@ def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_
                 "top_idealised": got.top_idealised,
             }
         )
-        return got.ranking
+        return got
     show(ranking_table(got.ranking, title=f"Mappings replayed on the trace {site.name}"))
     echo(summary, stderr=False)
-    return got.ranking
+    return got
 
 
 def export(

@@ -16,8 +16,7 @@ from ._tables import Column, field, ratio, render_table, shown
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ..replay import RequestReplay
-    from ..replay._compare import PolicyComparison
+    from ..replay import PolicyComparison
 
 METRICS_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
@@ -169,19 +168,16 @@ def replay_requests(
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
 ) -> None:
     """Replay a request trace through a scheduler and the device model; print per-class shares."""
-    from .._io import check_output, companion_path
     from ..analyzer import read_ops
-    from ..replay import Device
-    from ..replay import replay_requests as replay_trace
+    from ..replay import Device, RequestResults, replay_requests
 
     if output is not None:
-        check_output(output, what="request results")
-        check_output(companion_path(output, "classes"), what="per-class results")
+        RequestResults.check_output(output)
     ops = read_ops(ops_path)
     if class_by not in ops.columns:
         raise InputError(f"--class-by: {ops_path} has no column {class_by!r}")
     key = int if ops[class_by].dtype.is_integer() else str  # --weight 3=... names class 3 of an integer column
-    result = replay_trace(
+    result = replay_requests(
         ops,
         scheduler,
         device=Device.from_strings(device or []),
@@ -192,8 +188,7 @@ def replay_requests(
         **parse_pairs(param, "--param"),
     )
     if output is not None:
-        _write_request_tables(result, scheduler, output)
-        echo(f"wrote {output}, {companion_path(output, 'classes')}")
+        echo(f"wrote {', '.join(map(str, result.write(output).written))}")
     metrics = _report_metrics(result.metrics, as_json)
     if metrics is None:
         return
@@ -205,22 +200,6 @@ def replay_requests(
         f"mean aggregation {shown(metrics['mean_aggregation_size'], '{:.2f}')}",
         stderr=False,
     )
-
-
-def _write_request_tables(result: RequestReplay, scheduler: str, output: Path) -> None:
-    """Write the per-request results at ``output`` and the per-class table beside it, with the scheduler's name."""
-    import polars as pl
-
-    from .._io import companion_path, write_frame
-    from ..schemas import REQUEST_CLASSES, REQUEST_RESULTS
-
-    named = pl.lit(scheduler).alias("scheduler")
-    size = pl.Series("size", result.trace.size).cast(pl.Int64)
-    results = result.requests().with_columns(size, named)
-    classes_path = companion_path(output, "classes")
-    classes = result.metrics.classes.with_columns(named)
-    write_frame(REQUEST_RESULTS.validate(results, source=str(output)), output)
-    write_frame(REQUEST_CLASSES.validate(classes, source=str(classes_path)), classes_path)
 
 
 def experiment(
@@ -325,10 +304,6 @@ def trace_policy_table(comparison: PolicyComparison, *, title: str) -> Renderabl
     return render_table(rows, columns, title=title, caption=caption)
 
 
-TRACE_COMPANIONS = {"phases": "per-phase replay", "policies": "per-policy metrics", "shares": "per-set shares"}
-"""Tables ``replay-trace -o NAME.EXT`` writes beside the per-job one, as ``NAME.<companion>.EXT``: what each holds."""
-
-
 def replay_trace(
     site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace (`iosets ingest --site -o`).")],
     rec_path: Annotated[Path, typer.Option("--rec", help="Recommendation table (`iosets recommend -o`).")],
@@ -355,29 +330,24 @@ def replay_trace(
     per set (bytes moved in the window). The site's jobs table written beside SITE by `iosets ingest
     --site` (NAME.jobs) gives the jobs' start dates, so that compute before a job's first request counts.
     """
-    from .._io import check_output, companion_path, read_frame, write_frame
-    from ..replay import compare_policies, read_device
+    from .._io import read_frame
+    from ..analyzer import SiteTrace
+    from ..replay import PolicyComparison, compare_policies, read_device
 
-    paths: dict[str, Path] = {}
     if output is not None:
-        paths["jobs"] = check_output(output, what="per-job predictions")
-        for name, what in TRACE_COMPANIONS.items():
-            paths[name] = check_output(companion_path(output, name), what=what)
+        PolicyComparison.check_output(output)
     policies = parse_names(compare)
     chosen_window = None if window is None else parse_window(window)
-    site_ops = read_frame(site_path, what="site trace")
-    jobs_path = companion_path(site_path, "jobs")
-    site_jobs = read_frame(jobs_path, what="site jobs table").select("job_id", "start") if jobs_path.exists() else None
+    site = SiteTrace.read(site_path)
+    site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
     rec = read_frame(rec_path, what="recommendation")
     chosen_device = None if device is None else read_device(device)
     with warnings_to_stderr():
         comparison = compare_policies(
-            site_ops, rec, policies, device=chosen_device, window=chosen_window, site_jobs=site_jobs
+            site.ops, rec, policies, device=chosen_device, window=chosen_window, site_jobs=site_jobs
         )
-    for name, path in paths.items():
-        write_frame(getattr(comparison, name), path)
-    if paths:
-        echo(f"wrote {', '.join(map(str, paths.values()))}")
+    if output is not None:
+        echo(f"wrote {', '.join(map(str, comparison.write(output).written))}")
     if as_json:
         print_json({"policies": trace_policy_rows(comparison), "jobs": comparison.jobs.to_dicts()})
         return

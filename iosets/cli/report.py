@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from ._output import console, echo
 
-if TYPE_CHECKING:
-    from ..report._build import Progress
+StepReport = Callable[[str, int, int], None]
+"""``step(name, done, total)``: told before each step of building a report."""
 
 MEGABYTE = 1e6
 
@@ -39,23 +39,21 @@ def report(
     Every input but JOBS is optional: a section whose input is absent says what to run to fill it.
     The file holds everything it shows (plotly.js inlined): it opens without a network.
     """
-    from .._io import atomic_path, check_output
-    from ..report import build_sections, read_inputs, render_report
+    from .._io import check_output
+    from ..report import build_report
 
     path = check_output(output, suffixes=(".html",), what="report")
-    inputs = read_inputs(jobs, recommendation=rec, site=site, replay=replay, tune=tune, requests=requests)
     with _section_progress() as step:
-        sections = build_sections(inputs, progress=step)
-    page = render_report(inputs, sections)
-    with atomic_path(path) as written:
-        written.write_text(page, encoding="utf-8")
-    shown = ", ".join(section.id for section in sections if section.missing is None)
-    missing = ", ".join(section.id for section in sections if section.missing is not None) or "none"
+        built = build_report(
+            jobs, recommendation=rec, site=site, replay=replay, tune=tune, requests=requests, output=path, progress=step
+        )
+    shown = ", ".join(built.shown)
+    missing = ", ".join(built.missing) or "none"
     echo(f"wrote {path} ({path.stat().st_size / MEGABYTE:.1f} MB): sections {shown}; missing: {missing}")
 
 
 @contextmanager
-def _section_progress() -> Iterator[Progress | None]:
+def _section_progress() -> Iterator[StepReport | None]:
     """A progress bar on stderr with one step per section when stderr is a terminal; None otherwise."""
     stream = console(stderr=True)
     if not stream.is_terminal:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._history import WIterEstimator
     from ._mappings import MAPPINGS, SetMapping, cluster_sets, map_sets, set_priorities
     from ._new_job import recommend_new_job
-    from ._recommend import assign_sets, recommend, set_summary
+    from ._recommend import Recommendation, assign_sets, recommend, set_summary
     from ._recommender import Recommender
 
 _EXPORTS = {
@@ -43,6 +43,7 @@ _EXPORTS = {
     "map_sets": "._mappings",
     "set_priorities": "._mappings",
     "recommend_new_job": "._new_job",
+    "Recommendation": "._recommend",
     "assign_sets": "._recommend",
     "recommend": "._recommend",
     "set_summary": "._recommend",

@@ -1,11 +1,16 @@
 """`recommend`: a jobs table in, the same table with sets, priorities and enforcement parameters out."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
+from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..schemas import JOBS, RECOMMENDATION, SET_SUMMARY
+from ..schemas import JOBS, RECOMMENDATION, RECOMMENDED_JOBS, SET_SUMMARY
 from ._enforcement import rbfq_reservations, wfq_weights
 from ._mappings import SetMapping, fit_mapping, renamed_policy
 
@@ -245,3 +250,32 @@ def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
         .sort("set")
     )
     return summary.cast(SET_SUMMARY.polars)
+
+
+@dataclass(frozen=True)
+class Recommendation(Tables):
+    """A recommendation: every job with its set, priority and enforcement parameters, and one row per set.
+
+    ``write(path)`` writes the recommended jobs table at ``path`` and the per-set table beside it as
+    ``<stem>.sets<suffix>``; ``read(path)`` reads them (``sets`` recomputed when its file is missing).
+    """
+
+    PARTS = (
+        Part("jobs", RECOMMENDED_JOBS, "recommendation"),
+        Part("sets", SET_SUMMARY, "per-set recommendation", when_empty="remove", optional=True),
+    )
+
+    jobs: pl.DataFrame
+    """:data:`iosets.schemas.RECOMMENDED_JOBS`: the jobs table with the recommendation's columns."""
+    sets: pl.DataFrame
+    """:data:`iosets.schemas.SET_SUMMARY`: one row per set (:func:`set_summary`)."""
+
+    @classmethod
+    def of(cls, recommended: pl.DataFrame) -> Recommendation:
+        """The recommendation of a recommended jobs table (:func:`recommend`'s), with its per-set table."""
+        return cls(jobs=recommended, sets=set_summary(recommended))
+
+    @classmethod
+    def from_tables(cls, tables: dict) -> Recommendation:
+        """A recommendation read back; a missing per-set table is recomputed from the jobs."""
+        return cls.of(tables["jobs"]) if tables.get("sets") is None else cls(**tables)

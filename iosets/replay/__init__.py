@@ -25,11 +25,11 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         share_error,
         sliding_shares,
     )
-    from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, replay_requests
+    from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, RequestResults, replay_requests
     from ._trace import RequestTrace
     from ._trace_metrics import TraceMetrics, trace_metrics
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
-    from ._tune_site import SiteTuning, tune_site
+    from ._tune_site import Tuning, tune_site
 
 _EXPORTS = {
     "FIT_PARAMETERS": "._calibrate",
@@ -59,6 +59,7 @@ _EXPORTS = {
     "SCHEDULER_PARAMS": "._requests",
     "SCHEDULERS": "._requests",
     "RequestReplay": "._requests",
+    "RequestResults": "._requests",
     "replay_requests": "._requests",
     "RequestTrace": "._trace",
     "TraceMetrics": "._trace_metrics",
@@ -67,7 +68,7 @@ _EXPORTS = {
     "tune": "._tune",
     "TuneSelection": "._tune",
     "tune_selection": "._tune",
-    "SiteTuning": "._tune_site",
+    "Tuning": "._tune_site",
     "tune_site": "._tune_site",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -39,7 +39,7 @@ class TraceReplay:
         start, ``phase`` their chain phase.
     requests : polars.DataFrame
         Per request of ``trace``: ``row`` (in the site ops), ``job_id``, ``class``,
-        ``phase`` (index in its job), ``release``, ``dispatch``, ``complete``, ``unit``.
+        ``phase`` (index in its job), ``release``, ``dispatch``, ``complete``, ``unit``, ``size`` (bytes).
     phases : polars.DataFrame
         Per phase: ``job_id``, ``phase``, ``recorded_start``, ``recorded_end``, ``start``, ``end``.
     jobs : polars.DataFrame
@@ -338,6 +338,7 @@ def replay_trace(
             "dispatch": dispatch,
             "complete": complete,
             "unit": unit,
+            "size": trace.size,
         }
     )
     phase_frame = phases.select("job_id", "phase", "recorded_start", "recorded_end").with_columns(start=start, end=end)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from .._results import Part, Tables
 from .._validation import check_choice
 from ..errors import InputError
 from ..schemas import RECOMMENDATION, TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_POLICIES, TRACE_REPLAY_SHARES
@@ -23,8 +24,11 @@ _REC_COLUMNS = ("job_id", "set", "priority", "wfq_weight", "rbfq_reservation", "
 
 
 @dataclass(frozen=True)
-class PolicyComparison:
+class PolicyComparison(Tables):
     """Result of :func:`compare_policies`: four tables, each in policy order.
+
+    ``write(path)`` writes the per-job table at ``path`` and the others beside it as ``<stem>.phases<suffix>``,
+    ``<stem>.policies<suffix>`` and ``<stem>.shares<suffix>``; ``read(path)`` reads them back.
 
     Attributes
     ----------
@@ -40,6 +44,13 @@ class PolicyComparison:
         :data:`iosets.schemas.TRACE_REPLAY_SHARES`: one row per policy and set of the trace's jobs, the
         bytes the set moved inside the window and their share.
     """
+
+    PARTS = (
+        Part("jobs", TRACE_REPLAY_JOBS, "per-job predictions"),
+        Part("phases", TRACE_REPLAY_PHASES, "per-phase replay"),
+        Part("policies", TRACE_REPLAY_POLICIES, "per-policy metrics"),
+        Part("shares", TRACE_REPLAY_SHARES, "per-set shares"),
+    )
 
     policies: pl.DataFrame
     jobs: pl.DataFrame
@@ -128,7 +139,7 @@ def _phases(result: TraceReplay, policy: str, rec_sets: dict[str, int]) -> pl.Da
     the date the device began serving the phase's first request.
     """
     requests = (
-        result.requests.with_columns(size=pl.Series(result.trace.size), served=_served(result))
+        result.requests.with_columns(served=_served(result))
         .group_by("job_id", "phase")
         .agg(
             pl.col("class").first().cast(pl.String),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -10,8 +11,10 @@ from numbers import Real
 import numpy as np
 import polars as pl
 
+from .._results import Part, Tables, Written
 from .._validation import check_choice, check_positive
 from ..errors import InputError
+from ..schemas import REQUEST_CLASSES, REQUEST_RESULTS
 from . import _engine
 from ._device import Device
 from ._request_metrics import RequestMetrics, compute_request_metrics
@@ -31,11 +34,32 @@ _DEFAULT_DEVICE = Device()
 
 
 @dataclass(frozen=True)
+class RequestResults(Tables):
+    """The tables of a request replay, as ``iosets replay-requests -o`` writes them and the report reads them.
+
+    ``write(path)`` writes the per-request table at ``path`` and the per-class one beside it as
+    ``<stem>.classes<suffix>``; ``read(path)`` reads them back.
+    """
+
+    PARTS = (
+        Part("requests", REQUEST_RESULTS, "request results"),
+        Part("classes", REQUEST_CLASSES, "per-class results"),
+    )
+
+    requests: pl.DataFrame
+    """:data:`iosets.schemas.REQUEST_RESULTS`: one row per request."""
+    classes: pl.DataFrame
+    """:data:`iosets.schemas.REQUEST_CLASSES`: one row per class."""
+
+
+@dataclass(frozen=True)
 class RequestReplay:
     """Result of :func:`replay_requests`.
 
     Attributes
     ----------
+    scheduler : str
+        The scheduler replayed.
     trace : RequestTrace
         The requests as replayed (sorted by arrival).
     dispatch, complete : numpy.ndarray
@@ -49,6 +73,7 @@ class RequestReplay:
         Wall time of the C call.
     """
 
+    scheduler: str
     trace: RequestTrace
     dispatch: np.ndarray
     complete: np.ndarray
@@ -58,7 +83,8 @@ class RequestReplay:
     engine_seconds: float
 
     def requests(self) -> pl.DataFrame:
-        """Per request: ``row`` (in the source ops), ``class``, ``arrival``, ``dispatch``, ``complete``, ``unit``."""
+        """Per request (:data:`iosets.schemas.REQUEST_RESULTS`): ``row`` (in the source requests table), ``class``,
+        ``arrival``, ``dispatch``, ``complete``, ``unit``, ``size``, ``scheduler``."""
         return pl.DataFrame(
             {
                 "row": self.trace.order,
@@ -67,8 +93,19 @@ class RequestReplay:
                 "dispatch": self.dispatch,
                 "complete": self.complete,
                 "unit": self.unit,
+                "size": self.trace.size.astype(np.int64),
             }
-        )
+        ).with_columns(scheduler=pl.lit(self.scheduler))
+
+    @property
+    def results(self) -> RequestResults:
+        """The per-request and per-class tables (:class:`RequestResults`), each with the scheduler's name."""
+        classes = self.metrics.classes.with_columns(scheduler=pl.lit(self.scheduler))
+        return RequestResults(requests=self.requests(), classes=classes)
+
+    def write(self, path: str | os.PathLike) -> Written:
+        """Write :attr:`results`: the per-request table at ``path``, the per-class one as ``<stem>.classes<suffix>``."""
+        return self.results.write(path)
 
 
 def _per_class(values, trace: RequestTrace, name: str, default: float) -> np.ndarray:
@@ -182,4 +219,4 @@ def replay_requests(
     metrics = compute_request_metrics(
         trace, complete, n_units, weight, reservation, cost_bytes=bool(params.get("cost_bytes", 0.0))
     )
-    return RequestReplay(trace, dispatch, complete, unit, metrics, weight, seconds)
+    return RequestReplay(scheduler, trace, dispatch, complete, unit, metrics, weight, seconds)

@@ -123,7 +123,7 @@ def _job_starts(jobs) -> pl.DataFrame:
 
 def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
     """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside [begin, end])."""
-    requests = replay.requests.with_columns(size=pl.Series(replay.trace.size))
+    requests = replay.requests
     units = requests.group_by("unit").agg(pl.col("dispatch").min(), pl.col("complete").max()).sort("complete", "unit")
     served = units.with_columns(
         pl.max_horizontal("dispatch", pl.col("complete").shift(1).fill_null(-math.inf)).alias("served")

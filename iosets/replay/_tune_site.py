@@ -9,9 +9,11 @@ from dataclasses import dataclass
 import polars as pl
 from scipy.stats import kendalltau
 
+from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
 from ..recommender import assign_sets
+from ..schemas import TUNE_RANKING
 from ._closed import replay_trace
 from ._device import Device
 from ._trace_metrics import trace_metrics
@@ -21,28 +23,48 @@ FAIR_SHARE = "fair-share"
 
 
 @dataclass(frozen=True)
-class SiteTuning:
-    """Result of :func:`tune_site`.
+class Tuning(Tables):
+    """Result of a tuning: the candidate mappings ranked, and for :func:`tune_site` the idealised ranking too.
+
+    ``write(path)`` writes the ranking at ``path`` and the idealised one beside it as ``<stem>.idealised<suffix>``
+    (when there is one); ``read(path)`` reads them back.
 
     Attributes
     ----------
     ranking : polars.DataFrame
-        One row per candidate, best first: ``rank``, ``mapping``, ``n_sets``, ``utilization``,
-        ``io_slowdown``, ``max_stretch`` (of the trace replay), ``idealised_rank`` (null for a
-        candidate the idealised ranking does not hold).
-    idealised : polars.DataFrame
-        :func:`tune`'s ranking of the same jobs as idealised periodic jobs.
-    kendall_tau : float
-        Kendall tau between the two rankings over the candidates both hold (NaN under two).
-    top_trace, top_idealised : str
-        The best candidate of each ranking.
+        :data:`iosets.schemas.TUNE_RANKING`: one row per candidate, best first: ``rank``, ``mapping``,
+        ``n_sets``, ``utilization``, ``io_slowdown``, ``max_stretch`` (of the trace replay with
+        :func:`tune_site`), ``idealised_rank`` (null for a candidate the idealised ranking does not hold).
+    idealised : polars.DataFrame or None
+        :func:`tune`'s ranking of the same jobs as idealised periodic jobs (:func:`tune_site`); None for
+        :func:`tune` itself.
     """
 
+    PARTS = (
+        Part("ranking", TUNE_RANKING, "ranking"),
+        Part("idealised", TUNE_RANKING, "idealised ranking", optional=True),
+    )
+
     ranking: pl.DataFrame
-    idealised: pl.DataFrame
-    kendall_tau: float
-    top_trace: str
-    top_idealised: str
+    idealised: pl.DataFrame | None = None
+
+    @property
+    def kendall_tau(self) -> float:
+        """Kendall tau between the two rankings over the candidates both hold (NaN under two, or no idealised)."""
+        both = self.ranking.drop_nulls("idealised_rank") if "idealised_rank" in self.ranking.columns else None
+        if self.idealised is None or both is None or both.height < 2:
+            return float("nan")
+        return float(kendalltau(both["rank"], both["idealised_rank"]).statistic)
+
+    @property
+    def top_trace(self) -> str:
+        """The best candidate of :attr:`ranking`."""
+        return str(self.ranking["mapping"][0])
+
+    @property
+    def top_idealised(self) -> str | None:
+        """The best candidate of :attr:`idealised` (None without it)."""
+        return None if self.idealised is None else str(self.idealised["mapping"][0])
 
 
 def _candidates(jobs: pl.DataFrame, bases, gmm: bool, current: str | None, random_state: int) -> dict:
@@ -104,7 +126,7 @@ def tune_site(
     random_state: int = 0,
     workers: int = 1,
     dask: str | None = None,
-) -> SiteTuning:
+) -> Tuning:
     """Rank SET-b, gmm, FAIR-SHARE and the current mapping by closed-loop replay of the site's trace.
 
     Each candidate replays ``site_ops`` (:func:`replay_trace`): a mapping with iosets-wfq,
@@ -139,8 +161,8 @@ def tune_site(
 
     Returns
     -------
-    SiteTuning
-        The trace ranking, the idealised one, their Kendall tau and top candidates.
+    Tuning
+        The trace ranking and the idealised one (their Kendall tau and top candidates as properties).
     """
     check_positive(tolerance, "tolerance")
     check_count(workers, "workers")
@@ -165,6 +187,4 @@ def tune_site(
         .join(idealised.select("mapping", pl.col("rank").alias("idealised_rank")), on="mapping", how="left")
         .sort("rank")
     )
-    both = ranking.drop_nulls("idealised_rank")
-    tau = float(kendalltau(both["rank"], both["idealised_rank"]).statistic) if both.height >= 2 else float("nan")
-    return SiteTuning(ranking, idealised, tau, str(ranking["mapping"][0]), str(idealised["mapping"][0]))
+    return Tuning(ranking=ranking, idealised=idealised)

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
-    from ._build import build_report, build_sections, default_builders
+    from ._build import Report, build_report, build_sections, default_builders
     from ._document import Figure, ReportInputs, Section, Table
     from ._inputs import read_inputs
     from ._render import render_report
 
 _EXPORTS = {
+    "Report": "._build",
     "build_report": "._build",
     "build_sections": "._build",
     "default_builders": "._build",

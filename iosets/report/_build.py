@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ._document import ReportInputs, Section
@@ -13,6 +15,44 @@ from ._inputs import TableSource, read_inputs
 SectionBuilder = Callable[[ReportInputs], Section]
 Progress = Callable[[str, int, int], None]
 """``progress(step, done, total)``: called before each step with the steps finished so far, then with ``"done"``."""
+
+
+@dataclass(frozen=True)
+class Report:
+    """A built report: the page, its sections and the inputs they were built from.
+
+    Attributes
+    ----------
+    html : str
+        The page: one self-contained HTML file (plotly.js inlined, no URL, no request leaves it).
+    sections : list of Section
+        The sections in page order (a section whose input is absent has ``missing`` set).
+    inputs : ReportInputs
+        The validated tables the sections were built from.
+    """
+
+    html: str
+    sections: list[Section]
+    inputs: ReportInputs
+
+    @property
+    def shown(self) -> list[str]:
+        """The ids of the sections drawn."""
+        return [section.id for section in self.sections if section.missing is None]
+
+    @property
+    def missing(self) -> list[str]:
+        """The ids of the sections whose input is absent."""
+        return [section.id for section in self.sections if section.missing is not None]
+
+    def write(self, path: str | os.PathLike) -> Path:
+        """Write the page at ``path`` (``.html``), atomically: a failure leaves no partial file."""
+        from .._io import atomic_path, check_output
+
+        target = check_output(path, suffixes=(".html",), what="report")
+        with atomic_path(target) as tmp:
+            tmp.write_text(self.html, encoding="utf-8")
+        return target
 
 
 def default_builders() -> tuple[SectionBuilder, ...]:
@@ -75,7 +115,7 @@ def build_report(
     requests: Any = None,
     output: str | os.PathLike | None = None,
     progress: bool | Progress | None = None,
-) -> str:
+) -> Report:
     """Build the offline HTML report of a site: what the analyzer, the recommender and the replays found.
 
     Parameters
@@ -93,8 +133,9 @@ def build_report(
 
     Returns
     -------
-    str
-        The page: one self-contained HTML file (plotly.js inlined, no URL, no request leaves it).
+    Report
+        The page (``html``: one self-contained HTML file, plotly.js inlined, no request leaves it), its sections
+        and the inputs they were built from.
 
     Raises
     ------
@@ -106,36 +147,35 @@ def build_report(
     --------
     >>> import polars as pl
     >>> from iosets.report import build_report
-    >>> page = build_report(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, 100.0], "alpha_io": [0.1, 0.2]}))
-    >>> '<section id="jobs"' in page
-    True
+    >>> report = build_report(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, 100.0], "alpha_io": [0.1, 0.2]}))
+    >>> '<section id="jobs"' in report.html, report.missing[:2]
+    (True, ['recommendation', 'policy'])
     """
-    from .._io import atomic_path, check_output
+    from .._io import check_output
     from ._render import render_report
 
     if output is not None:
         output = check_output(output, suffixes=(".html",), what="report")
     builders = default_builders()
     total = len(builders) + 2 + (output is not None)
-    report = _printer if progress is True else (progress or None)
+    tell = _printer if progress is True else (progress or None)
 
     def step(name: str, done: int) -> None:
-        if report is not None:
-            report(name, done, total)
+        if tell is not None:
+            tell(name, done, total)
 
     step("inputs", 0)
     inputs = read_inputs(jobs, recommendation=recommendation, site=site, replay=replay, tune=tune, requests=requests)
     sections = build_sections(
-        inputs, builders=builders, progress=None if report is None else lambda name, done, _: step(name, done + 1)
+        inputs, builders=builders, progress=None if tell is None else lambda name, done, _: step(name, done + 1)
     )
     step("rendering", len(builders) + 1)
-    page = render_report(inputs, sections)
+    report = Report(html=render_report(inputs, sections), sections=sections, inputs=inputs)
     if output is not None:
         step(f"writing {output}", total - 1)
-        with atomic_path(output) as path:
-            path.write_text(page, encoding="utf-8")
+        report.write(output)
     step("done", total)
-    return page
+    return report
 
 
 def _printer(step: str, done: int, total: int) -> None:

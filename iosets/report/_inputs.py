@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from .._io import companion_path, read_frame
+from .._io import read_frame
 from ..errors import InputError
 from ..schemas import (
     JOBS,
@@ -26,6 +27,9 @@ from ..schemas import (
 )
 from ._document import ReportInputs
 
+if TYPE_CHECKING:
+    from .._results import Tables
+
 TableSource = str | os.PathLike | pl.DataFrame
 """A table given as a ``.parquet``/``.csv`` path or as a Polars frame."""
 
@@ -38,7 +42,7 @@ REPLAY_PARTS = (
 """A trace replay's tables: field of ReportInputs, key of a mapping (and name of the companion file), schema."""
 
 REQUEST_PARTS = (
-    ("requests", "results", REQUEST_RESULTS),
+    ("requests", "requests", REQUEST_RESULTS),
     ("request_classes", "classes", REQUEST_CLASSES),
 )
 """A request replay's tables, in the same form."""
@@ -65,15 +69,16 @@ def read_inputs(
     site : path or polars.DataFrame, default=None
         The site trace (``iosets ingest --site -o``).
     replay : path, polars.DataFrame or mapping, default=None
-        The per-job table of a trace replay (``iosets replay-trace -o PERJOB``). From a path, its companions
-        ``PERJOB.phases``, ``.policies`` and ``.shares`` (same suffix) are read when they exist. A mapping
+        The per-job table of a trace replay (``iosets replay-trace -o PERJOB``). From a path, the result is read
+        by :meth:`iosets.replay.PolicyComparison.read_tables` (its side tables when they exist). A mapping
         (or an object with these attributes, such as the result of ``compare_policies``) gives the tables
         ``jobs``, ``phases``, ``policies`` and ``shares``.
     tune : path or polars.DataFrame, default=None
-        The tuning ranking (``iosets tune -o``).
+        The tuning ranking (``iosets tune -o``, read by :meth:`iosets.replay.Tuning.read_tables`).
     requests : path, polars.DataFrame or mapping, default=None
-        The per-request table of a request replay (``iosets replay-requests -o RESULT``); from a path, its
-        companion ``RESULT.classes`` is read when it exists; a mapping gives ``results`` and ``classes``.
+        The per-request table of a request replay (``iosets replay-requests -o RESULT``); from a path, read by
+        :meth:`iosets.replay.RequestResults.read_tables` (its per-class table when it exists); a mapping or
+        an object (a ``RequestResults``) gives ``requests`` and ``classes``; a ``RequestReplay`` its results.
 
     Returns
     -------
@@ -101,20 +106,48 @@ def read_inputs(
     if jobs_frame.height == 0:
         raise InputError(f"{sources.get('jobs', 'jobs')}: no job; the report needs at least one")
     _check_unique(jobs_frame, sources.get("jobs", "jobs"))
-    rec_frame = jobs_frame if is_recommended else _table(recommendation, "recommendation", RECOMMENDED_JOBS, sources)
+    from ..recommender import Recommendation
+
+    rec_frame = (
+        jobs_frame
+        if is_recommended
+        else _table(_main_table(recommendation, Recommendation), "recommendation", RECOMMENDED_JOBS, sources)
+    )
     if rec_frame is not None:
         _check_unique(rec_frame, sources.get("recommendation", "recommendation"))
     if is_recommended and "jobs" in sources:
         sources["recommendation"] = sources["jobs"]
+    from ..analyzer import SiteTrace
+    from ..replay import PolicyComparison, RequestReplay, RequestResults, Tuning
+
+    if isinstance(requests, RequestReplay):
+        requests = requests.results
     return ReportInputs(
         jobs=jobs_frame,
         recommendation=rec_frame,
-        site=_table(site, "site", SITE_OPS, sources),
-        tune=_table(tune, "tune", TUNE_RANKING, sources),
-        **_group(replay, REPLAY_PARTS, sources),
-        **_group(requests, REQUEST_PARTS, sources),
+        site=_table(_main_table(site, SiteTrace), "site", SITE_OPS, sources),
+        tune=_table(_main_table(tune, Tuning), "tune", TUNE_RANKING, sources),
+        **_group(replay, REPLAY_PARTS, PolicyComparison, sources),
+        **_group(requests, REQUEST_PARTS, RequestResults, sources),
         sources=sources,
     )
+
+
+def _main_table(given: Any, result: type[Tables]) -> Any:
+    """A result's main table read from its file by the result's room (with its path kept for messages)."""
+    if not isinstance(given, str | os.PathLike):
+        return given
+    frame = result.read_tables(given, partial=True)[result.PARTS[0].name]
+    assert frame is not None  # a result's main table is never optional
+    return _Read(str(given), frame)
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A table a room read from ``path`` and checked against its schema."""
+
+    path: str
+    frame: pl.DataFrame
 
 
 def _table(given: Any, name: str, schema: TableSchema, sources: dict[str, str]) -> pl.DataFrame | None:
@@ -124,6 +157,9 @@ def _table(given: Any, name: str, schema: TableSchema, sources: dict[str, str]) 
 
 def _frame(given: Any, name: str, schema: TableSchema | None, sources: dict[str, str]) -> pl.DataFrame:
     """``given`` read (when a path, its name recorded in ``sources``) and validated against ``schema`` (when given)."""
+    if isinstance(given, _Read):  # read and checked by its room, against the same schema
+        sources[name] = given.path
+        return given.frame
     if isinstance(given, str | os.PathLike):
         sources[name] = str(given)
         strings = {c.name: pl.String for c in (schema or RECOMMENDED_JOBS).columns if c.dtype == pl.String}
@@ -133,16 +169,18 @@ def _frame(given: Any, name: str, schema: TableSchema | None, sources: dict[str,
     return given if schema is None else schema.validate(given, source=sources.get(name))
 
 
-def _group(given: Any, parts: tuple[tuple[str, str, TableSchema], ...], sources: dict[str, str]) -> dict:
-    """The ReportInputs fields of a replay's tables: from a path and its companions, a frame, or a mapping."""
+def _group(
+    given: Any, parts: tuple[tuple[str, str, TableSchema], ...], result: type[Tables], sources: dict[str, str]
+) -> dict:
+    """The ReportInputs fields of a result's tables: read by its room from a path, a frame, a mapping or an object."""
     if given is None:
         return {}
-    first = parts[0][1]
     if isinstance(given, str | os.PathLike):
-        found = {key: companion_path(given, key) for _, key, _ in parts[1:]}
-        given = {first: given, **{key: path for key, path in found.items() if path.is_file()}}
+        paths = result.paths(given)
+        read = result.read_tables(given, partial=True)
+        given = {key: None if frame is None else _Read(str(paths[key]), frame) for key, frame in read.items()}
     elif isinstance(given, pl.DataFrame):
-        given = {first: given}
+        given = {parts[0][1]: given}
     elif not isinstance(given, Mapping):
         given = {key: getattr(given, key) for _, key, _ in parts if hasattr(given, key)}
     return {field: _table(given.get(key), field, schema, sources) for field, key, schema in parts}

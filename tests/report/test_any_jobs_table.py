@@ -41,7 +41,7 @@ def test_every_valid_jobs_table_builds_a_page_with_every_job(rows):
     jobs = JOBS.validate(
         pl.DataFrame([{"job_id": f"j{i}", **row} for i, row in enumerate(rows)], infer_schema_length=None)
     )
-    page = build_report(jobs)
+    page = build_report(jobs).html
     assert page.startswith("<!DOCTYPE html>")
     for job_id in jobs["job_id"]:
         assert f'data-value="{job_id}"' in page

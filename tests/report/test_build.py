@@ -89,7 +89,7 @@ def full_page(tmp_path_factory):
     path = folder / "report.html"
     page = build_report(
         folder / "jobs.parquet", recommendation=folder / "rec.csv", replay=folder / "perjob.parquet", output=path
-    )
+    ).html
     return page, path
 
 
@@ -155,7 +155,7 @@ def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
 
 def test_the_header_names_the_span_the_inputs_and_the_version(tmp_path):
     JOBS.write_parquet(tmp_path / "jobs <1>.parquet")
-    page = build_report(tmp_path / "jobs <1>.parquet", recommendation=REC)
+    page = build_report(tmp_path / "jobs <1>.parquet", recommendation=REC).html
     assert "3 jobs, 2023-11-14 22:13 UTC to 2023-11-15 01:13 UTC (3.0 hours)" in page
     assert f"<code>{tmp_path}/jobs &lt;1&gt;.parquet</code>" in page
     assert "tables given in Python:</span> recommendation</li>" in page
@@ -163,7 +163,7 @@ def test_the_header_names_the_span_the_inputs_and_the_version(tmp_path):
 
 
 def test_missing_inputs_give_sections_that_say_what_to_run():
-    sections = read_page(build_report(JOBS)).sections
+    sections = read_page(build_report(JOBS).html).sections
     assert list(sections) == SECTION_IDS
     assert sections["overview"]["missing"] is None and sections["jobs"]["missing"] is None
     assert "iosets recommend" in sections["recommendation"]["missing"]

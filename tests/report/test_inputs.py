@@ -97,7 +97,7 @@ def test_a_mapping_or_a_comparison_object_gives_the_replay_tables():
         shares: pl.DataFrame
 
     from_object = read_inputs(JOBS, replay=Comparison(PER_JOB, SHARES))
-    from_mapping = read_inputs(JOBS, replay={"jobs": PER_JOB, "shares": SHARES}, requests={"results": RESULTS})
+    from_mapping = read_inputs(JOBS, replay={"jobs": PER_JOB, "shares": SHARES}, requests={"requests": RESULTS})
     for inputs in (from_object, from_mapping):
         assert inputs.replay_jobs.equals(PER_JOB) and inputs.replay_shares.equals(SHARES)
         assert inputs.replay_phases is None and inputs.sources == {}
