@@ -100,12 +100,6 @@ def _probe(folder: Path, target: Path, what: str) -> None:
                 created.rmdir()
 
 
-def companion_path(path: str | os.PathLike, name: str) -> Path:
-    """The table written beside ``path`` as ``<stem>.<name><suffix>``: ``jobs.parquet`` -> ``jobs.modules.parquet``."""
-    path = Path(path)
-    return path.with_name(f"{path.stem}.{name}{path.suffix}")
-
-
 def write_frame(frame: pl.DataFrame, path: str | os.PathLike) -> Path:
     """Write ``frame`` atomically as ``.parquet`` or ``.csv``, chosen by the suffix."""
     path = Path(path)

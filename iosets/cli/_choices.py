@@ -19,7 +19,7 @@ FIGURES = ("fig6", "fig7", "fig8", "fig9", "fig10")
 """iosets.datasets.FIGURES (also the experiments of iosets.replay.EXPERIMENT_REFERENCE)"""
 
 TUNE_BASES = "2,3,5,10,20,50,100"
-"""iosets.replay.TUNE_BASES"""
+"""iosets.recommender.TUNE_BASES"""
 
 MAPPINGS = ("set-10", "set-b", "gmm")
 """iosets.recommender.MAPPINGS"""

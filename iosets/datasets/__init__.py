@@ -16,11 +16,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._phase_to_site import workload_site_ops
     from ._requests import (
         make_backlogged_requests,
-        make_bursty_requests,
-        make_hotspot_requests,
-        make_periodic_requests,
         make_phase_requests,
-        make_strided_writers,
     )
     from ._samples import DarshanExamples, SampleTraces, load_darshan_examples, load_sample_traces
     from ._site_sample import LargeSite, make_large_site
@@ -35,11 +31,7 @@ _EXPORTS = {
     "make_periodic_ops": "._periodic_ops",
     "workload_site_ops": "._phase_to_site",
     "make_backlogged_requests": "._requests",
-    "make_bursty_requests": "._requests",
-    "make_hotspot_requests": "._requests",
-    "make_periodic_requests": "._requests",
     "make_phase_requests": "._requests",
-    "make_strided_writers": "._requests",
     "DarshanExamples": "._samples",
     "SampleTraces": "._samples",
     "load_darshan_examples": "._samples",

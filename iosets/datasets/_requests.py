@@ -3,7 +3,7 @@
 import numpy as np
 import polars as pl
 
-from .._validation import check_count, check_positive
+from .._validation import check_count
 from ..errors import InputError
 from ..schemas import OPS
 from ..workload import Workload
@@ -64,84 +64,6 @@ def _contiguous_offsets(stream: np.ndarray, size: np.ndarray) -> np.ndarray:
         mask = stream == s
         offset[mask] = np.concatenate(([0], np.cumsum(size[mask])[:-1]))
     return offset
-
-
-def make_periodic_requests(
-    n_clients: int,
-    *,
-    rate: float,
-    duration: float,
-    request_size: int = 1 << 20,
-    on_time: float | None = None,
-    off_time: float = 0.0,
-    random_state=None,
-) -> pl.DataFrame:
-    """Clients issuing Poisson requests at ``rate`` per second, optionally on-off.
-
-    With ``on_time`` set, each client alternates ``on_time`` seconds of requests and
-    ``off_time`` seconds of silence (phase drawn at random); clients are ``c0 ..``.
-    """
-    rng = np.random.default_rng(random_state)
-    check_count(n_clients, "n_clients", minimum=1)
-    check_positive(rate, "rate")
-    check_positive(duration, "duration")
-    frames = []
-    for k in range(n_clients):
-        count = rng.poisson(rate * duration)
-        start = np.sort(rng.uniform(0, duration, count))
-        if on_time is not None:
-            period = on_time + off_time
-            start = start[((start + rng.uniform(0, period)) % period) < on_time]
-        frames.append((np.full(start.size, k), start))
-    cls = np.concatenate([f[0] for f in frames])
-    start = np.concatenate([f[1] for f in frames])
-    names = np.array([f"c{k}" for k in range(n_clients)], dtype=object)
-    offset = _contiguous_offsets(cls, np.full(cls.size, request_size))
-    return _ops(names[cls], 0, "read", offset, request_size, start, names[cls])
-
-
-def make_bursty_requests(
-    *, burst: int = 128, period: float = 0.4, duration: float = 10.0, request_size: int = 4096
-) -> pl.DataFrame:
-    """A bursty client ``bursty`` issuing ``burst`` requests every ``period`` s (seed 001, Table 6)
-    next to a backlogged client ``steady`` (its requests all arrive at t = 0)."""
-    check_count(burst, "burst", minimum=1)
-    check_positive(period, "period")
-    n_bursts = int(duration / period)
-    burst_start = np.repeat(np.arange(n_bursts) * period, burst)
-    n_steady = burst * n_bursts * 2
-    start = np.concatenate((burst_start, np.zeros(n_steady)))
-    who = np.array(["bursty"] * burst_start.size + ["steady"] * n_steady, dtype=object)
-    offset = np.concatenate((np.arange(burst_start.size), np.arange(n_steady))) * request_size
-    return _ops(who, 0, "read", offset, request_size, start, who)
-
-
-def make_strided_writers(
-    n_writers: int = 8, requests_per_writer: int = 256, *, request_size: int = 65536, interval: float = 1e-4
-) -> pl.DataFrame:
-    """Processes writing contiguous regions of one shared file, their requests interleaved.
-
-    Writer k writes ``[k R s, (k+1) R s)`` in ``request_size`` pieces; every
-    ``interval`` seconds each writer issues its next piece (the aIOLi case of seed 002).
-    """
-    check_count(n_writers, "n_writers", minimum=1)
-    check_count(requests_per_writer, "requests_per_writer", minimum=1)
-    step = np.repeat(np.arange(requests_per_writer), n_writers)
-    writer = np.tile(np.arange(n_writers), requests_per_writer)
-    offset = (writer * requests_per_writer + step) * request_size
-    return _ops("app", writer, "write", offset, request_size, step * interval, "shared.dat")
-
-
-def make_hotspot_requests(n_requests: int = 2000, *, request_size: int = 1 << 20) -> pl.DataFrame:
-    """Two clients over two servers: ``c1`` spreads over S1 and S2, ``c2`` only hits S2
-    (the hot-spot case of seed 001, section 2). Column ``server`` names the server."""
-    check_count(n_requests, "n_requests", minimum=2)
-    half = n_requests // 2
-    who = np.array(["c1"] * half + ["c2"] * half, dtype=object)
-    server = np.array([k % 2 for k in range(half)] + [1] * half)
-    offset = np.concatenate((np.arange(half), np.arange(half))) * request_size
-    server_names = np.array(["S1", "S2"], dtype=object)[server]
-    return _ops(who, 0, "read", offset, request_size, np.zeros(n_requests), who, server=server_names)
 
 
 def make_phase_requests(workload: Workload, io_request: np.ndarray, *, request_size: int = 1 << 20) -> pl.DataFrame:

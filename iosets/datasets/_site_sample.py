@@ -16,8 +16,7 @@ import polars as pl
 
 from .._validation import check_choice, check_count
 from ..errors import InputError
-from ..recommender import recommend
-from ..replay import TUNE_BASES
+from ..recommender import TUNE_BASES, recommend
 from ..schemas import (
     JOBS,
     RECOMMENDED_JOBS,

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._export_slurm import recommendation_document
     from ._export_tbf import TBF_TARGET, tbf_rates
     from ._history import WIterEstimator
-    from ._mappings import MAPPINGS, SetMapping, cluster_sets, map_sets, set_priorities
+    from ._mappings import MAPPINGS, TUNE_BASES, SetMapping, cluster_sets, map_sets, set_priorities
     from ._new_job import recommend_new_job
     from ._recommend import Recommendation, assign_sets, recommend, set_summary
     from ._recommender import Recommender
@@ -38,6 +38,7 @@ _EXPORTS = {
     "tbf_rates": "._export_tbf",
     "WIterEstimator": "._history",
     "MAPPINGS": "._mappings",
+    "TUNE_BASES": "._mappings",
     "SetMapping": "._mappings",
     "cluster_sets": "._mappings",
     "map_sets": "._mappings",

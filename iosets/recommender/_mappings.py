@@ -17,6 +17,9 @@ from ._params import check_fraction
 MAPPINGS = ("set-10", "set-b", "gmm")
 """Set mappings: SET-10, SET-b (``base=`` or ``set-<b>``, e.g. ``set-2``), Gaussian mixture over log w_iter."""
 
+TUNE_BASES = (2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
+"""Bases of the SET-b mappings a tuning tries by default (``iosets.replay.tune``)."""
+
 PRIORITY_RANGE = (1e-150, 1e150)
 """Priorities a mapping may give (about 1 / w_iter): the ratio of any two, a weight, stays a finite float64."""
 

@@ -8,13 +8,10 @@ import polars as pl
 
 from .._validation import check_positive
 from ..errors import InputError
-from ..recommender import assign_sets
+from ..recommender import TUNE_BASES, assign_sets
 from ..schemas import JOBS, TUNE_RANKING
 from ..workload import Workload
 from ._phase import replay_phases
-
-TUNE_BASES = (2.0, 3.0, 5.0, 10.0, 20.0, 50.0, 100.0)
-"""Bases of the SET-b mappings :func:`tune` tries by default."""
 
 NO_W_ITER = "no w_iter"
 """Why a job without a ``not_periodic`` code is not periodic: its ``w_iter`` is null."""

@@ -12,12 +12,12 @@ from scipy.stats import kendalltau
 from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..recommender import assign_sets
+from ..recommender import TUNE_BASES, assign_sets
 from ..schemas import TUNE_RANKING
 from ._closed import replay_trace
 from ._device import Device
 from ._trace_metrics import trace_metrics
-from ._tune import TUNE_BASES, tune
+from ._tune import tune
 
 FAIR_SHARE = "fair-share"
 
