@@ -24,7 +24,7 @@ from pathlib import Path
 METHODS = {
     "iosets.read_darshan": (
         "from iosets.analyzer import read_darshan",
-        "job = read_darshan(PATH, isolated=False); n = job.ops.height",
+        "job = read_darshan(PATH, isolated=False); n = job.requests.height",
     ),
     "pydarshan read_all + to_df": (
         "import darshan",

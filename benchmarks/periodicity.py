@@ -6,7 +6,7 @@ of w_iter, then the share of Poisson traces declared periodic, then the speed.
 
 Speed is the ratio FTIO time / iosets time per trace, each tool timed as the best of ``--repeat`` runs on the same
 trace, one right after the other. The anchor is "FTIO same bins": FTIO gets the bandwidth signal iosets builds
-(same bins, ``-f 1/bin``) and is timed on its analysis only, while iosets is timed from the ops table (signal
+(same bins, ``-f 1/bin``) and is timed on its analysis only, while iosets is timed from the requests table (signal
 construction included). Also shown: FTIO at its default 10 Hz sampling, and one long trace (600 k samples at 10 Hz).
 
 Usage: python benchmarks/periodicity.py [--traces N] [--repeat R] [--per-trace]   (pip install ftio-hpc)
@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from iosets.analyzer import bandwidth_signal, periodicity
-from iosets.datasets import make_periodic_ops
+from iosets.datasets import make_periodic_requests
 
 DUTIES = (0.01, 0.02, 0.05, 0.10, 0.25, 0.50)
 ANCHOR = "FTIO same bins"
@@ -85,7 +85,7 @@ def _accuracy(tools, per_duty, repeat, rng):
             ranks = int(rng.choice((1, 4, 16, 128)))
             n_phases = int(rng.integers(8, 31))
             seed = int(rng.integers(2**31))
-            ops, truth = make_periodic_ops(w, duty, ranks, n_phases=n_phases, random_state=seed)
+            ops, truth = make_periodic_requests(w, duty, ranks, n_phases=n_phases, random_state=seed)
             found = {"iosets": _iosets(ops, repeat)}
             if _ftio_core is not None:
                 t, bw, dt, total = _signal(ops)
@@ -116,7 +116,7 @@ def _poisson(tools, n_traces, rng):
     false_pos = {tool: 0 for tool in tools}
     for i in range(n_traces):
         w = float(np.exp(rng.uniform(math.log(2.0), math.log(1000.0))))
-        ops, _ = make_periodic_ops(w, DUTIES[i % 4], 4, n_phases=20, poisson=True, random_state=i)
+        ops, _ = make_periodic_requests(w, DUTIES[i % 4], 4, n_phases=20, poisson=True, random_state=i)
         false_pos["iosets"] += _iosets(ops)[0] is not None
         if _ftio_core is not None:
             t, bw, dt, total = _signal(ops)
@@ -131,7 +131,7 @@ def _print_speed(speed, repeat, per_trace):
     rows = np.array([row[3:] for row in speed])  # bins, 10 Hz samples, iosets s, FTIO bins s, FTIO 10 Hz s
     duty = np.array([row[0] for row in speed])
     print(f"\nspeed per trace: FTIO time / iosets time, each the best of {repeat} runs on the same trace")
-    print("(iosets from the ops table; FTIO on iosets' signal, its analysis only)")
+    print("(iosets from the requests table; FTIO on iosets' signal, its analysis only)")
     if per_trace:
         print(
             "  duty |  w_iter s | requests |   bins  | 10Hz smp | iosets ms |"
@@ -159,7 +159,7 @@ def _print_speed(speed, repeat, per_trace):
 
 def _long_trace(repeat):
     """The speed anchor: a long trace sampled by FTIO at its default 10 Hz (600 k samples)."""
-    ops, truth = make_periodic_ops(600.0, 0.01, 16, n_phases=100, random_state=1)
+    ops, truth = make_periodic_requests(600.0, 0.01, 16, n_phases=100, random_state=1)
     t, bw, dt, total = _signal(ops)
     w_ft, t_ft = _ftio(t, bw, total, 16, 10.0)
     w_io, t_io = _iosets(ops, repeat)

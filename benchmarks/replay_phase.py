@@ -27,8 +27,8 @@ import numpy as np
 from iosets.datasets import figure_seed, make_figure_workload, make_iosets_workload
 from iosets.replay import _engine, assign_policy, replay_phases
 from iosets.replay._experiments import REFERENCE_POLICIES
-from iosets.replay._metrics import workload_metrics
 from iosets.replay._phase import engine_arguments
+from iosets.replay._phase_metrics import workload_metrics
 from iosets.workload import Workload, write_workload
 
 HERE = Path(__file__).parent

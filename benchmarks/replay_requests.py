@@ -5,8 +5,8 @@ for rbfq with 1000 clients. Anchor: libCacheSim (PyPI ``libcachesim``) running
 FIFO over the same number of requests from a binary oracleGeneral trace, in the
 same process; the ratio printed is iosets req/s / libCacheSim req/s. The rate
 "with metrics" includes the per-class table. Last, the time per call of
-replay_requests on tiny inputs (4 and 10 requests), from an ops table and from a
-prepared RequestTrace, against the C engine alone.
+replay_requests on tiny inputs (4 and 10 requests), from a requests table and from a
+prepared RequestArrays, against the C engine alone.
 
 Usage: .venv/bin/python benchmarks/replay_requests.py [--requests N] [--no-anchor]
 """
@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from iosets.replay import SCHEDULERS, Device, RequestTrace, _engine, replay_requests
+from iosets.replay import SCHEDULERS, Device, RequestArrays, _engine, replay_requests
 
 TARGETS = {"fcfs": 10e6, "time-order": 10e6, "wfq": 10e6, "rbfq": 5e6}
 CLIENTS = {"rbfq": 1000}  # classes per scheduler; 4 otherwise
 
 
-def synthetic_trace(n: int, n_classes: int, *, seed: int = 0) -> RequestTrace:
+def synthetic_trace(n: int, n_classes: int, *, seed: int = 0) -> RequestArrays:
     """Poisson arrivals at 95 % of the device's request rate, 4 KiB requests, random classes."""
     rng = np.random.default_rng(seed)
     device_rate = 1e9 / 4096
@@ -42,7 +42,7 @@ def synthetic_trace(n: int, n_classes: int, *, seed: int = 0) -> RequestTrace:
         per_class_index[mask] = np.arange(mask.sum())
     phase_key = cls.astype(np.int64) * (n // 1000 + 1) + per_class_index // 1000
     _, phase = np.unique(phase_key, return_inverse=True)
-    return RequestTrace(
+    return RequestArrays(
         arrival=arrival,
         size=np.full(n, 4096.0),
         offset=offset,
@@ -109,7 +109,7 @@ def tiny_ops(n: int) -> pl.DataFrame:
     )
 
 
-def engine_alone(trace: RequestTrace):
+def engine_alone(trace: RequestArrays):
     """The C engine under fcfs on ``trace``, its arguments prepared once."""
     n, n_classes = trace.n, trace.classes.size
     arguments = (
@@ -136,10 +136,10 @@ def tiny_overhead() -> None:
     """Per-call time of replay_requests on tiny inputs against the C engine alone."""
     for n in (4, 10):
         ops = tiny_ops(n)
-        trace = RequestTrace.from_ops(ops)
+        trace = RequestArrays.from_ops(ops)
         times = {
-            "ops table": per_call(lambda o=ops: replay_requests(o, "fcfs")),
-            "RequestTrace": per_call(lambda t=trace: replay_requests(t, "fcfs")),
+            "requests table": per_call(lambda o=ops: replay_requests(o, "fcfs")),
+            "RequestArrays": per_call(lambda t=trace: replay_requests(t, "fcfs")),
             "engine alone": per_call(engine_alone(trace)),
         }
         print(

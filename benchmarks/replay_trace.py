@@ -1,7 +1,7 @@
 """Closed-loop trace replay: speed and peak memory on 10 M requests, and the Fig. 6 agreement table.
 
 Speed: the Fig. 6 workload (n_H = 20, seed 0: 60 jobs, about 45 000 phases) as a site trace
-(``workload_site_ops``) of --requests requests, each phase's requests dealt to --ranks ranks
+(``workload_site_requests``) of --requests requests, each phase's requests dealt to --ranks ranks
 in turn (each rank then has one request outstanding and thinks while the others write).
 ``replay_trace`` runs it under fcfs, wfq (a class per job) and iosets-wfq (SET-10's sets and
 weights), each run in a fresh child process, the schedulers interleaved, best of --repeat.
@@ -18,7 +18,7 @@ bandwidth B without overhead or seek, queue depth 1: closed-loop iosets-wfq with
 weights against ``replay_phases(.., "set-10")``, and wfq with a class per job against
 FAIR-SHARE. Utilization, IO-slowdown and Max Stretch (``trace_metrics`` on the workload's
 window) of both scales, their relative difference, and whether it is within the targets
-(0.5 %, 2 %, 2 %). Both phase policies are chaotic (a compute moved by far less than one request's
+(0.5 %, 2 %, 2 %). Both phase schedulers are chaotic (a compute moved by far less than one request's
 service reorders a set's queue), so the seed means are what the targets judge; per seed, the phase
 engine's own spread under such noise (sd over 20 copies) and the trace's z-score against it are
 printed beside each difference.
@@ -38,8 +38,8 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from iosets.datasets import figure_seed, make_figure_workload, workload_site_ops
-from iosets.replay import Device, assign_policy, replay_phases, replay_requests, replay_trace, trace_metrics
+from iosets.datasets import figure_seed, make_figure_workload, workload_site_requests
+from iosets.replay import Device, assign_scheduler, replay_phases, replay_requests, replay_trace, trace_metrics
 from iosets.workload import Workload
 
 SCHEDULERS = ("fcfs", "wfq", "iosets-wfq")
@@ -63,7 +63,7 @@ def scheduler_arguments(workload: Workload, scheduler: str) -> dict:
     """iosets-wfq: SET-10's sets as classes, their priorities as weights; otherwise a class per job."""
     if scheduler != "iosets-wfq":
         return {}
-    sets, priorities = assign_policy(workload, "set-10")
+    sets, priorities = assign_scheduler(workload, "set-10")
     return {
         "classes": dict(zip(workload.ids, sets.tolist(), strict=True)),
         "weights": dict(zip(sets.tolist(), priorities.tolist(), strict=False)),
@@ -73,7 +73,7 @@ def scheduler_arguments(workload: Workload, scheduler: str) -> dict:
 def speed_trace(workload: Workload, n_requests: int, ranks: int) -> pl.DataFrame:
     """``workload`` as about ``n_requests`` requests, each phase's dealt to ``ranks`` ranks in turn."""
     size = max(int(workload.io_bytes.sum() // n_requests), 1)
-    ops = workload_site_ops(workload, request_size=size)
+    ops = workload_site_requests(workload, request_size=size)
     return ops.with_columns((pl.int_range(pl.len()).over("job_id", "phase") % ranks).alias("rank"))
 
 
@@ -106,11 +106,11 @@ def child(path: str, scheduler: str) -> None:
     )
 
 
-def phase_seconds(workload: Workload, policy: str, repeat: int) -> float:
+def phase_seconds(workload: Workload, scheduler: str, repeat: int) -> float:
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
-        replay_phases(workload, policy)
+        replay_phases(workload, scheduler)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -153,7 +153,7 @@ def speed(n_requests: int, ranks: int, repeat: int) -> None:
         )
 
 
-def chaos(workload: Workload, policy: str, copies: int = CHAOS_COPIES) -> dict[str, np.ndarray]:
+def chaos(workload: Workload, scheduler: str, copies: int = CHAOS_COPIES) -> dict[str, np.ndarray]:
     """The phase engine's own metrics on ``copies`` copies of ``workload`` whose every compute moved by at most
     CHAOS_NOISE of itself (far less than one 1 MiB request's service): how much the fluid model itself moves."""
     rng = np.random.default_rng(7)
@@ -163,7 +163,7 @@ def chaos(workload: Workload, policy: str, copies: int = CHAOS_COPIES) -> dict[s
         moved = Workload.from_arrays(
             workload.ids, workload.release, workload.phase_job, t_cpu, workload.io_bytes, window=workload.window
         )
-        runs.append(replay_phases(moved, policy).metrics.values())
+        runs.append(replay_phases(moved, scheduler).metrics.values())
     return {metric: np.array([run[metric] for run in runs]) for metric in TARGETS}
 
 
@@ -179,21 +179,21 @@ def agreement(seeds: int) -> None:
     values: dict[tuple[str, str], list[tuple[dict, dict]]] = {pair: [] for pair in PAIRS}
     for seed in range(seeds):
         workload = fig6(seed)
-        ops = workload_site_ops(workload, request_size=2**20)
-        for scheduler, policy in PAIRS:
-            phase = replay_phases(workload, policy).metrics.values()
+        ops = workload_site_requests(workload, request_size=2**20)
+        for scheduler, scheduler in PAIRS:
+            phase = replay_phases(workload, scheduler).metrics.values()
             result = replay_trace(
                 ops, scheduler=scheduler, device=device_of(workload), **scheduler_arguments(workload, scheduler)
             )
             trace = trace_metrics(result, window=workload.window).values()
-            values[(scheduler, policy)].append((phase, trace))
-            spread = chaos(workload, policy)
-            print(f"{seed:>4} {scheduler:<11} {policy:<10} {row(phase, trace, spread)}", flush=True)
+            values[(scheduler, scheduler)].append((phase, trace))
+            spread = chaos(workload, scheduler)
+            print(f"{seed:>4} {scheduler:<11} {scheduler:<10} {row(phase, trace, spread)}", flush=True)
         del ops
-    for (scheduler, policy), pairs in values.items():
+    for (scheduler, scheduler), pairs in values.items():
         mean_phase = {m: float(np.mean([p[m] for p, _ in pairs])) for m in TARGETS}
         mean_trace = {m: float(np.mean([t[m] for _, t in pairs])) for m in TARGETS}
-        print(f"{'mean':>4} {scheduler:<11} {policy:<10} {row(mean_phase, mean_trace)}")
+        print(f"{'mean':>4} {scheduler:<11} {scheduler:<10} {row(mean_phase, mean_trace)}")
 
 
 def row(phase: dict, trace: dict, spread: dict[str, np.ndarray] | None = None) -> str:

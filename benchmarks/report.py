@@ -1,6 +1,6 @@
 """The report of a large site: build time, file size and load time in Chromium, against the issue's targets.
 
-A generated 100 000-job site with a trace replay under three policies (``make_large_site``: jobs,
+A generated 100 000-job site with a trace replay under three schedulers (``make_large_site``: jobs,
 recommendation, the replay's four tables, a tuning ranking) is written as Parquet files, then, in
 interleaved runs: ``iosets report`` builds the page in a fresh process (wall time, imports included),
 and headless Chromium opens it in a new page with its own browser context (navigation to every plot
@@ -68,12 +68,12 @@ def write_site(n_jobs: int, folder: Path) -> dict[str, Path]:
     site.recommendation.write_parquet(paths["rec"])
     site.tune.write_parquet(paths["tune"])
     site.replay_jobs.write_parquet(paths["replay"])
-    for name in ("phases", "policies", "shares"):
+    for name in ("phases", "schedulers", "shares"):
         getattr(site, f"replay_{name}").write_parquet(companion_path(paths["replay"], name))
     written = time.perf_counter() - start - generated
     print(
         f"site: {n_jobs:,} jobs, {site.replay_phases.height:,} replayed phases "
-        f"({site.replay_policies.height} policies); generated in {generated:.2f} s, written in {written:.2f} s"
+        f"({site.replay_schedulers.height} schedulers); generated in {generated:.2f} s, written in {written:.2f} s"
     )
     return paths
 

@@ -92,9 +92,9 @@ def request_engine_call(ops) -> Callable[[], object]:
     """The C request engine on ``ops`` under fcfs, arguments prepared once as replay_requests does."""
     import numpy as np
 
-    from iosets.replay import SCHEDULER_PARAMS, Device, RequestTrace, _engine
+    from iosets.replay import SCHEDULER_PARAMS, Device, RequestArrays, _engine
 
-    trace = RequestTrace.from_ops(ops, class_by="job_id")
+    trace = RequestArrays.from_ops(ops, class_by="job_id")
     n_classes = trace.classes.size
     arguments = (
         "fcfs",

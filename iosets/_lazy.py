@@ -6,14 +6,18 @@ a name that needs them is used.
 """
 
 import sys
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from importlib import import_module
 
 
-def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+def lazy_exports(
+    package: str, names: dict[str, str], renamed: Mapping[str, str] | None = None
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for ``package`` whose public ``names`` live in the given submodules.
 
-    ``names`` maps a public name to its relative module (``{"replay_phases": "._phase"}``).
+    ``names`` maps a public name to its relative module (``{"replay_phases": "._phase"}``); ``renamed`` maps a
+    former name to its new one: it still works for one release, with a DeprecationWarning naming the new one.
 
     Examples
     --------
@@ -23,6 +27,12 @@ def lazy_exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], o
     """
 
     def __getattr__(name: str) -> object:
+        if renamed and name in renamed:
+            new = renamed[name]
+            warnings.warn(
+                f"{package}.{name} is now {new}; the old name goes in the next release", DeprecationWarning, 2
+            )
+            return __getattr__(new)
         try:
             module = names[name]
         except KeyError:

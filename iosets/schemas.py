@@ -8,9 +8,9 @@ Examples
 --------
 >>> import polars as pl
 >>> ops = pl.DataFrame({"job_id": ["j"], "rank": [0], "op": ["write"], "offset": [0], "size": [4096], "start": [1.5]})
->>> OPS.validate(ops).columns
+>>> REQUESTS.validate(ops).columns
 ['job_id', 'rank', 'op', 'offset', 'size', 'start', 'end', 'file']
->>> OPS.validate(ops.with_columns(pl.lit("erase").alias("op")), source="ops.csv")
+>>> REQUESTS.validate(ops.with_columns(pl.lit("erase").alias("op")), source="ops.csv")
 Traceback (most recent call last):
 ...
 iosets.errors.InputError: ops.csv row 0: op: expected 'read'|'write', got 'erase'
@@ -32,18 +32,18 @@ __all__ = [
     "MODULE_TOTALS",
     "NOT_PERIODIC_CODES",
     "NOT_PERIODIC_MEANINGS",
-    "OPS",
+    "REQUESTS",
     "RECOMMENDATION",
     "RECOMMENDED_JOBS",
     "REQUEST_CLASSES",
     "REQUEST_RESULTS",
     "SCHEMAS",
     "SET_SUMMARY",
-    "SITE_OPS",
+    "SITE_REQUESTS",
     "TIMELINE",
     "TRACE_REPLAY_JOBS",
     "TRACE_REPLAY_PHASES",
-    "TRACE_REPLAY_POLICIES",
+    "TRACE_REPLAY_SCHEDULERS",
     "TRACE_REPLAY_SHARES",
     "TUNE_RANKING",
     "WORKLOAD_JOBS",
@@ -204,7 +204,7 @@ def _type_label(column: Column) -> str:
 
 # ---------------------------------------------------------------------------------------------- ops
 
-OPS = TableSchema(
+REQUESTS = TableSchema(
     "ops",
     "Request-level trace: one row per I/O request. Every ingester produces it; the request "
     "replay and the periodicity detector read it. Times are seconds since the job's start "
@@ -265,7 +265,7 @@ OPS = TableSchema(
     ),
 )
 
-SITE_OPS = TableSchema(
+SITE_REQUESTS = TableSchema(
     "site ops",
     "Many jobs' requests on one clock (`iosets ingest LOGS... --site`, `site_trace`), sorted by start: a Darshan "
     "job's requests at its start date + their DXT offset (s since the epoch), block traces at their own dates. "
@@ -280,7 +280,7 @@ SITE_OPS = TableSchema(
             check=pl.col("rank") >= -1,
             expect="an integer >= -1",
         ),
-        OPS["op"],
+        REQUESTS["op"],
         Column(
             "offset",
             pl.Int64,
@@ -289,9 +289,9 @@ SITE_OPS = TableSchema(
             check=pl.col("offset") >= 0,
             expect="bytes >= 0",
         ),
-        OPS["size"],
-        OPS["start"],
-        OPS["end"],
+        REQUESTS["size"],
+        REQUESTS["start"],
+        REQUESTS["end"],
         Column("file", pl.String, "File name, when the source has one (null when synthesised).", nullable=True),
         Column(
             "phase",
@@ -709,10 +709,10 @@ TIMELINE = TableSchema(
 
 REQUEST_RESULTS = TableSchema(
     "request results",
-    "Per request of a request replay (`iosets replay-requests -o`; `RequestReplay.requests()` gives all but `size` "
-    "and `scheduler`).",
+    "Per request of a request replay (`iosets replay-requests -o`, `RequestReplay.requests()`; read back with "
+    "`RequestResults.read`).",
     (
-        Column("row", pl.Int64, "Row of the request in the source ops table."),
+        Column("row", pl.Int64, "Row of the request in the source requests table."),
         Column("class", None, "The request's class (value of the class_by column)."),
         Column("arrival", pl.Float64, "Arrival date (s)."),
         Column("dispatch", pl.Float64, "Date the scheduler sent it to the device (s)."),
@@ -726,7 +726,8 @@ REQUEST_RESULTS = TableSchema(
 REQUEST_CLASSES = TableSchema(
     "request classes",
     "Per class of a request replay (written beside the request results as `<name>.classes.<ext>`; "
-    "`RequestReplay.metrics.classes` and `iosets replay-requests --json` give all but `scheduler`).",
+    "`RequestReplay.results.classes`; `RequestReplay.metrics.classes` and `iosets replay-requests --json` give "
+    "all but `scheduler`).",
     (
         Column("class", None, "Class."),
         Column("bytes", pl.Float64, "Bytes served."),
@@ -777,13 +778,13 @@ TUNE_RANKING = TableSchema(
 
 TRACE_REPLAY_JOBS = TableSchema(
     "trace replay jobs",
-    "Per job and policy of a closed-loop trace replay (`iosets replay-trace -o`, `compare_policies`): what the "
-    "policy would have done to each job of a site trace.",
+    "Per job and scheduler of a closed-loop trace replay (`iosets replay-trace -o`, `compare_schedulers`): what the "
+    "scheduler would have done to each job of a site trace.",
     (
         Column("job_id", pl.String, "Job."),
-        Column("policy", pl.String, "Scheduler replayed."),
+        Column("scheduler", pl.String, "Scheduler replayed."),
         Column("recorded_runtime", pl.Float64, "First recorded request start to last recorded request end (s)."),
-        Column("runtime", pl.Float64, "Replayed runtime under the policy (s)."),
+        Column("runtime", pl.Float64, "Replayed runtime under the scheduler (s)."),
         Column("alone_runtime", pl.Float64, "Replayed runtime alone on the device (s)."),
         Column("stretch", pl.Float64, "runtime / alone_runtime.", nullable=True),
         Column("io_slowdown", pl.Float64, "Time in I/O phases / the same alone.", nullable=True),
@@ -793,12 +794,12 @@ TRACE_REPLAY_JOBS = TableSchema(
 
 TRACE_REPLAY_PHASES = TableSchema(
     "trace replay phases",
-    "Per I/O phase and policy of a closed-loop trace replay (written beside the per-job table as "
-    "`<name>.phases.<ext>`): when each phase could have started, started and ended under the policy. A request "
+    "Per I/O phase and scheduler of a closed-loop trace replay (written beside the per-job table as "
+    "`<name>.phases.<ext>`): when each phase could have started, started and ended under the scheduler. A request "
     "with no phase in the site trace is a phase of its own.",
     (
         Column("job_id", pl.String, "Job."),
-        Column("policy", pl.String, "Scheduler replayed."),
+        Column("scheduler", pl.String, "Scheduler replayed."),
         Column(
             "phase", pl.Int64, "Phase index within the job, in date order.", check=pl.col("phase") >= 0, expect=">= 0"
         ),
@@ -848,13 +849,13 @@ _TRACE_METRIC_DOCS = (
     ("throughput", "Bytes moved inside the window / its width (bytes/s)."),
 )
 
-TRACE_REPLAY_POLICIES = TableSchema(
-    "trace replay policies",
-    "One row per policy of a closed-loop trace replay (written beside the per-job table as `<name>.policies.<ext>`; "
-    "`iosets replay-trace --json` prints the same numbers): the phase model's window metrics (`trace_metrics`). "
-    "A metric is null where the window cannot give it.",
+TRACE_REPLAY_SCHEDULERS = TableSchema(
+    "trace replay schedulers",
+    "One row per scheduler of a closed-loop trace replay (written beside the per-job table as "
+    "`<name>.schedulers.<ext>`; `iosets replay-trace --json` prints the same numbers): the phase model's window "
+    "metrics (`trace_metrics`). A metric is null where the window cannot give it.",
     (
-        Column("policy", pl.String, "Scheduler replayed."),
+        Column("scheduler", pl.String, "Scheduler replayed."),
         *(Column(name, pl.Float64, doc, nullable=True) for name, doc in _TRACE_METRIC_DOCS),
         Column("window_start", pl.Float64, "Start of the metrics' window (s)."),
         Column(
@@ -869,11 +870,11 @@ TRACE_REPLAY_POLICIES = TableSchema(
 
 TRACE_REPLAY_SHARES = TableSchema(
     "trace replay shares",
-    "Per policy and set of a closed-loop trace replay (written beside the per-job table as `<name>.shares.<ext>`): "
+    "Per scheduler and set of a closed-loop trace replay (written beside the per-job table as `<name>.shares.<ext>`): "
     "the bytes each set moved inside the metrics' window (a job not in the recommendation counts in its "
     "conservative set).",
     (
-        Column("policy", pl.String, "Scheduler replayed."),
+        Column("scheduler", pl.String, "Scheduler replayed."),
         Column("set", pl.Int64, "Set."),
         Column(
             "bytes",
@@ -896,8 +897,8 @@ TRACE_REPLAY_SHARES = TableSchema(
 SCHEMAS: dict[str, TableSchema] = {
     s.name: s
     for s in (
-        OPS,
-        SITE_OPS,
+        REQUESTS,
+        SITE_REQUESTS,
         JOBS,
         RECOMMENDED_JOBS,
         SET_SUMMARY,
@@ -911,7 +912,7 @@ SCHEMAS: dict[str, TableSchema] = {
         TUNE_RANKING,
         TRACE_REPLAY_JOBS,
         TRACE_REPLAY_PHASES,
-        TRACE_REPLAY_POLICIES,
+        TRACE_REPLAY_SCHEDULERS,
         TRACE_REPLAY_SHARES,
     )
 }
@@ -954,6 +955,22 @@ def formats_markdown() -> str:
                 _WORKLOAD_JSON,
             ]
     return "\n".join(lines)
+
+
+_RENAMED = {"OPS": "REQUESTS", "SITE_OPS": "SITE_REQUESTS", "TRACE_REPLAY_POLICIES": "TRACE_REPLAY_SCHEDULERS"}
+"""Former names (one release, with a DeprecationWarning): the glossary's words (docs/glossary.md)."""
+
+
+def __getattr__(name: str) -> TableSchema:
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(
+            f"iosets.schemas.{name} is now {new}; the old name goes in the next release", DeprecationWarning, 2
+        )
+        return globals()[new]
+    raise AttributeError(f"module 'iosets.schemas' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

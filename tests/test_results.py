@@ -6,7 +6,7 @@ import pytest
 from iosets.analyzer import Analysis, SiteTrace
 from iosets.errors import InputError
 from iosets.recommender import Recommendation, recommend, set_summary
-from iosets.replay import Device, PolicyComparison, RequestResults, Tuning, compare_policies, replay_requests
+from iosets.replay import Device, RequestResults, SchedulerComparison, Tuning, compare_schedulers, replay_requests
 from iosets.schemas import ANALYSIS_ERRORS, MODULE_TOTALS
 
 JOBS = pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, 100.0], "alpha_io": [0.1, 0.2]})
@@ -33,7 +33,7 @@ def test_a_result_names_its_files_beside_the_main_one(tmp_path):
         "errors": tmp_path / "jobs.errors.csv",
         "modules": tmp_path / "jobs.modules.csv",
     }
-    assert list(PolicyComparison.paths(tmp_path / "p.parquet")) == ["jobs", "phases", "policies", "shares"]
+    assert list(SchedulerComparison.paths(tmp_path / "p.parquet")) == ["jobs", "phases", "schedulers", "shares"]
 
 
 def test_an_analysis_round_trips_and_an_empty_side_table_removes_the_stale_file(tmp_path):
@@ -64,16 +64,16 @@ def test_a_request_replay_writes_size_scheduler_and_classes(tmp_path):
 
 def test_a_scheduler_comparison_round_trips(tmp_path):
     rec = recommend(JOBS)
-    comparison = compare_policies(SITE, rec, ["fcfs", "wfq"], device=Device(bandwidth=1e6, overhead=0, seek=0))
+    comparison = compare_schedulers(SITE, rec, ["fcfs", "wfq"], device=Device(bandwidth=1e6, overhead=0, seek=0))
     comparison.write(tmp_path / "perjob.parquet")
-    back = PolicyComparison.read(tmp_path / "perjob.parquet")
-    assert list(comparison) == ["jobs", "phases", "policies", "shares"]
+    back = SchedulerComparison.read(tmp_path / "perjob.parquet")
+    assert list(comparison) == ["jobs", "phases", "schedulers", "shares"]
     for name in comparison:
         assert back[name].equals(comparison[name]), name
     (tmp_path / "perjob.shares.parquet").unlink()
     with pytest.raises(InputError, match=r"perjob\.shares\.parquet: no such file \(the per-set shares written beside"):
-        PolicyComparison.read(tmp_path / "perjob.parquet")
-    assert PolicyComparison.read_tables(tmp_path / "perjob.parquet", partial=True)["shares"] is None
+        SchedulerComparison.read(tmp_path / "perjob.parquet")
+    assert SchedulerComparison.read_tables(tmp_path / "perjob.parquet", partial=True)["shares"] is None
 
 
 def test_a_bad_side_table_names_its_file_row_and_column(tmp_path):
@@ -112,10 +112,10 @@ def test_a_tuning_without_an_idealised_ranking_has_no_tau(tmp_path):
 
 
 def test_a_site_trace_round_trips_with_its_jobs(tmp_path):
-    site = SiteTrace(ops=SITE, jobs=JOBS)
+    site = SiteTrace(requests=SITE, jobs=JOBS)
     site.write(tmp_path / "site.parquet")
     back = SiteTrace.read(tmp_path / "site.parquet")
-    assert back.ops.equals(SITE) and back.jobs is not None and back.jobs.select(JOBS.columns).equals(JOBS)
+    assert back.requests.equals(SITE) and back.jobs is not None and back.jobs.select(JOBS.columns).equals(JOBS)
     (tmp_path / "site.jobs.parquet").unlink()
     assert SiteTrace.read(tmp_path / "site.parquet").jobs is None
 

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from iosets.errors import InputError
-from iosets.schemas import JOBS, OPS, RECOMMENDED_JOBS, SCHEMAS, WORKLOAD_PHASES, formats_markdown
+from iosets.schemas import JOBS, RECOMMENDED_JOBS, REQUESTS, SCHEMAS, WORKLOAD_PHASES, formats_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "formats.md"
 
@@ -36,14 +36,14 @@ def test_every_schema_is_documented_with_every_column():
 
 
 def test_ops_validation_types_and_fills_optional_columns():
-    ops = OPS.validate(_ops())
+    ops = REQUESTS.validate(_ops())
     assert ops.schema["size"] == pl.Int64 and ops.schema["start"] == pl.Float64
     assert ops.columns[-2:] == ["end", "file"] and ops["end"].null_count() == 2
     assert "phase" not in ops.columns  # optional but never invented: iosets-wfq reads it when present
 
 
 def test_zero_byte_requests_are_valid_ops():
-    assert OPS.validate(_ops(size=[0, 0]))["size"].to_list() == [0, 0]
+    assert REQUESTS.validate(_ops(size=[0, 0]))["size"].to_list() == [0, 0]
 
 
 @pytest.mark.parametrize(
@@ -62,17 +62,17 @@ def test_zero_byte_requests_are_valid_ops():
 )
 def test_ops_validation_names_row_column_rule_and_value(columns, message):
     with pytest.raises(InputError, match=message):
-        OPS.validate(_ops(**columns), source="t.csv")
+        REQUESTS.validate(_ops(**columns), source="t.csv")
 
 
 def test_missing_columns_are_named():
     with pytest.raises(InputError, match="ops: missing column\\(s\\) op, size; expected job_id"):
-        OPS.validate(_ops().drop("op", "size"))
+        REQUESTS.validate(_ops().drop("op", "size"))
 
 
 def test_row_offset_reports_file_lines():
     with pytest.raises(InputError, match="row 3: size"):
-        OPS.validate(_ops(size=[1, -1]), row_offset=2)
+        REQUESTS.validate(_ops(size=[1, -1]), row_offset=2)
 
 
 def test_jobs_values():

@@ -1,6 +1,6 @@
-"""Analyzer: traces (Darshan, block traces, ops tables) into the jobs table.
+"""Analyzer: traces (Darshan, block traces, requests tables) into the jobs table.
 
-:func:`ingest` reads any trace format into the ops table through one registry,
+:func:`ingest` reads any trace format into the requests table through one registry,
 :data:`INGESTERS` (``_ingest/``: one module per format); :func:`periodicity` finds a job's
 I/O rhythm; :func:`analyze` turns many traces into the jobs table; :func:`site_trace` puts many
 jobs' requests on one clock, each with its I/O phase. Names are imported on
@@ -22,15 +22,15 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         ingest,
         read_blocktrace,
         read_darshan,
-        read_ops,
+        read_requests,
         sniff_format,
-        write_ops,
+        write_requests,
     )
     from ._jobs import SAME_JOB_WITHIN, merge_logs
     from ._periodicity import NOT_PERIODIC, Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
     from ._pipeline import Analysis, analyze, expand_paths
     from ._site import SiteTrace, site_trace
-    from ._worker import analyze_log, analyze_ops, analyze_path
+    from ._worker import analyze_log, analyze_path, analyze_requests
 
 _EXPORTS = {
     "SAME_JOB_WITHIN": "._jobs",
@@ -46,7 +46,7 @@ _EXPORTS = {
     "SiteTrace": "._site",
     "site_trace": "._site",
     "analyze_log": "._worker",
-    "analyze_ops": "._worker",
+    "analyze_requests": "._worker",
     "analyze_path": "._worker",
     "INGESTERS": "._ingest",
     "DarshanJob": "._ingest",
@@ -56,9 +56,11 @@ _EXPORTS = {
     "ingest": "._ingest",
     "read_blocktrace": "._ingest",
     "read_darshan": "._ingest",
-    "read_ops": "._ingest",
+    "read_requests": "._ingest",
     "sniff_format": "._ingest",
-    "write_ops": "._ingest",
+    "write_requests": "._ingest",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_RENAMED = {"read_ops": "read_requests", "write_ops": "write_requests", "analyze_ops": "analyze_requests"}
+"""Former names (one release, with a DeprecationWarning): the glossary's words (docs/glossary.md)."""
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _RENAMED)
 __all__ = sorted(_EXPORTS)

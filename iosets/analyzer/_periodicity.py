@@ -10,7 +10,7 @@ import polars as pl
 
 from .._validation import check_fraction, check_positive
 from ..errors import InputError
-from ..schemas import OPS
+from ..schemas import REQUESTS
 from ._evidence import CODES as NOT_PERIODIC
 from ._evidence import verdict
 
@@ -388,7 +388,7 @@ def _check_ops(ops) -> bool:
 def _check_values(ops: pl.DataFrame, start: np.ndarray, end: np.ndarray, size: np.ndarray) -> None:
     """Raise InputError at the first row that breaks the ops schema's rules on size, start and end.
 
-    The rules and the message are those of ``OPS.validate``: size >= 0, start finite >= 0, end
+    The rules and the message are those of ``REQUESTS.validate``: size >= 0, start finite >= 0, end
     (null: start) finite >= start; the first bad row is named, ties go to the schema's column order.
     """
     if (
@@ -415,7 +415,7 @@ def _check_values(ops: pl.DataFrame, start: np.ndarray, end: np.ndarray, size: n
     elif not math.isfinite(value):
         expect = "a finite number"
     else:
-        expect = OPS[name].expect
+        expect = REQUESTS[name].expect
     raise InputError(f"ops row {row}: {name}: expected {expect}, got {'null' if value is None else repr(value)}")
 
 
@@ -574,7 +574,7 @@ def periodicity(
     total_bytes: float | None = None,
     alpha_io: float | None = None,
 ) -> Periodicity:
-    """Detect the I/O period, I/O time fraction and phases of one job from its ops table.
+    """Detect the I/O period, I/O time fraction and phases of one job from its requests table.
 
     The job's rhythm is that of whole operations: a rank's back-to-back requests (apart by at most
     :data:`BACK_TO_BACK` s) are one operation, and the job is in an I/O phase whenever any rank is
@@ -585,7 +585,7 @@ def periodicity(
     Parameters
     ----------
     ops : polars.DataFrame
-        Requests of one job (:data:`iosets.schemas.OPS`): ``size`` bytes, ``start`` and ``end`` s
+        Requests of one job (:data:`iosets.schemas.REQUESTS`): ``size`` bytes, ``start`` and ``end`` s
         (null ``end`` is taken as ``start``), ``rank`` optional; values must keep the schema's rules.
     bin_width : float, default=None
         Width (s) of the bandwidth signal's bins; None chooses a few bins per shortest I/O
@@ -611,8 +611,8 @@ def periodicity(
 
     Examples
     --------
-    >>> from iosets.datasets import make_periodic_ops
-    >>> ops, truth = make_periodic_ops(60.0, 0.05, 4, n_phases=12, random_state=0)
+    >>> from iosets.datasets import make_periodic_requests
+    >>> ops, truth = make_periodic_requests(60.0, 0.05, 4, n_phases=12, random_state=0)
     >>> p = periodicity(ops)
     >>> p.periodic, round(p.w_iter / truth["w_iter"], 6), p.n_phases
     (True, 1.0, 12)

@@ -157,7 +157,7 @@ def analyze(
     min_confidence: float = 0.5,
     per_log: bool = False,
 ) -> Analysis:
-    """Analyze many traces (Darshan logs, block traces, ops tables) into the jobs table.
+    """Analyze many traces (Darshan logs, block traces, requests tables) into the jobs table.
 
     Parameters
     ----------

@@ -1,7 +1,7 @@
 """A site trace: many jobs' requests on one clock, each request tagged with its job's I/O phase.
 
 A Darshan log's DXT requests are dated by the log's start (epoch s) plus their DXT offset; block
-traces and ops tables keep their own dates. A job read from HEATMAP bins instead of DXT gets one
+traces and requests tables keep their own dates. A job read from HEATMAP bins instead of DXT gets one
 request per bin with bytes and per direction, spread over the bin (rank -1, offset and file null,
 ``synthetic``). Job ids, merged logs and phases are the analyzer's: the jobs come from the merge of
 :func:`analyze`, and each request's phase from the segmentation behind the jobs table's ``n_phases``.
@@ -21,14 +21,14 @@ import polars as pl
 from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_OPS
+from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_REQUESTS
 from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
 from ._jobs import JobLogs, group_logs
 from ._periodicity import phase_bounds
 from ._pipeline import _MIN_PARALLEL, _frames, expand_paths
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._rhythm import job_phases
-from ._worker import PART, Outcome, analyze_ops, error_row, log_row, pooled_replies
+from ._worker import PART, Outcome, analyze_requests, error_row, log_row, pooled_replies
 
 _SKIPPED = {"job_id": pl.String, "path": pl.String, "reason": pl.String}
 """Columns of :attr:`SiteTrace.skipped`."""
@@ -52,12 +52,12 @@ class SiteTrace(Tables):
     """
 
     PARTS = (
-        Part("ops", SITE_OPS, "site trace", when_empty="remove"),
+        Part("requests", SITE_REQUESTS, "site trace", when_empty="remove"),
         Part("jobs", JOBS, "site jobs table", when_empty="remove", optional=True),
     )
 
-    ops: pl.DataFrame
-    """:data:`iosets.schemas.SITE_OPS`, sorted by start."""
+    requests: pl.DataFrame
+    """:data:`iosets.schemas.SITE_REQUESTS`, sorted by start."""
     jobs: pl.DataFrame | None
     """:data:`iosets.schemas.JOBS` rows (with ``path``) of the jobs in ``ops``, as :func:`analyze` gives them;
     None when read from a site trace written without them."""
@@ -102,9 +102,9 @@ def _log_requests(job: DarshanJob) -> pl.DataFrame | None:
     """A log's requests from the source the analyzer trusts: DXT, else HEATMAP bins; None for counters only."""
     if job.source == "heatmap" and job.heatmap is not None:
         return _heatmap_requests(*job.heatmap)
-    if job.ops is None:
+    if job.requests is None:
         return None
-    return job.ops.select(*_REQUEST_COLUMNS, pl.lit(False).alias("synthetic"))
+    return job.requests.select(*_REQUEST_COLUMNS, pl.lit(False).alias("synthetic"))
 
 
 def _read_trace(path: str, timeout: float = DEFAULT_TIMEOUT) -> SiteOutcome:
@@ -114,7 +114,7 @@ def _read_trace(path: str, timeout: float = DEFAULT_TIMEOUT) -> SiteOutcome:
             job = read_darshan(path, timeout=timeout)
             return ([log_row(job, path, _MIN_CONFIDENCE)], None), _log_requests(job)
         ops = ingest(path)
-        jobs = analyze_ops(ops, min_confidence=_MIN_CONFIDENCE).with_columns(pl.lit(path).alias("path"))
+        jobs = analyze_requests(ops, min_confidence=_MIN_CONFIDENCE).with_columns(pl.lit(path).alias("path"))
         return (jobs.to_dicts(), None), ops
     except Exception as exc:  # noqa: BLE001 - any failure of one trace is reported, not raised
         return ([], error_row(path, exc)), None
@@ -159,7 +159,7 @@ def _darshan_job(job: JobLogs, requests: dict[str, pl.DataFrame | None]) -> tupl
 
 
 def _trace_job(job_id: str, found: pl.DataFrame) -> pl.DataFrame:
-    """A block trace's (or ops table's) job: its requests (``found``) at their own dates, with phases."""
+    """A block trace's (or requests table's) job: its requests (``found``) at their own dates, with phases."""
     t0, starts, ends = phase_bounds(found)
     start = found["start"].cast(pl.Float64).to_numpy()
     end = found.select(pl.coalesce("end", "start").cast(pl.Float64)).to_series().to_numpy()
@@ -203,7 +203,7 @@ def site_trace(
     Parameters
     ----------
     paths : sequence of path
-        Darshan logs, block traces, ops tables, and folders (searched recursively for
+        Darshan logs, block traces, requests tables, and folders (searched recursively for
         ``*.darshan``), as for :func:`analyze`.
     manifests : sequence of path, default=()
         Text files listing more traces or folders, one per line (as for :func:`analyze`).
@@ -221,7 +221,7 @@ def site_trace(
     Returns
     -------
     SiteTrace
-        ``ops`` (:data:`iosets.schemas.SITE_OPS`: ``job_id``, ``rank``, ``op``, ``offset``,
+        ``ops`` (:data:`iosets.schemas.SITE_REQUESTS`: ``job_id``, ``rank``, ``op``, ``offset``,
         ``size``, ``file``, ``start``, ``end``, ``phase``, ``synthetic``, sorted by start),
         ``jobs`` (their rows of the jobs table), ``skipped`` (``job_id``, ``path``, ``reason``:
         logs with counters only, whose I/O has no date) and ``errors`` (inputs that failed).
@@ -230,7 +230,7 @@ def site_trace(
     --------
     >>> from iosets.datasets import load_darshan_examples
     >>> site = site_trace([load_darshan_examples().paths["dxt.darshan"]])
-    >>> site.ops.height, site.jobs["n_phases"].to_list(), site.ops["phase"].unique().sort().to_list()
+    >>> site.requests.height, site.jobs["n_phases"].to_list(), site.requests["phase"].unique().sort().to_list()
     (7623, [3], [0, 1, 2])
     """
     if workers is not None:
@@ -245,7 +245,7 @@ def site_trace(
     requests = {path: ops for path, (_, ops) in zip(files, outcomes, strict=True)}
     rows = [row for (log_rows, _), _ in outcomes for row in log_rows]
     groups = {(job.job_id, job.logs[0]["path"]): job for job in group_logs(rows)}
-    per_job: dict[str, dict] = {}  # a trace's requests split by job, as analyze_ops splits them
+    per_job: dict[str, dict] = {}  # a trace's requests split by job, as analyze_requests splits them
     frames: list[pl.DataFrame] = []
     skipped: list[dict] = []
     for job_id, path in _in_window(analysis.jobs, bounds).select("job_id", "path").iter_rows():
@@ -260,11 +260,11 @@ def site_trace(
                 assert trace_ops is not None  # a trace that gave jobs gave their requests
                 per_job[path] = trace_ops.partition_by("job_id", as_dict=True, maintain_order=True)
             frames.append(_trace_job(job_id, per_job[path][(job_id,)]))
-    ops = pl.concat([f.select(SITE_OPS.names) for f in frames]) if frames else SITE_OPS.empty()
-    ops = SITE_OPS.validate(ops.sort("start", maintain_order=True), source="site trace")
+    ops = pl.concat([f.select(SITE_REQUESTS.names) for f in frames]) if frames else SITE_REQUESTS.empty()
+    ops = SITE_REQUESTS.validate(ops.sort("start", maintain_order=True), source="site trace")
     kept = ops["job_id"].unique().to_list()
     return SiteTrace(
-        ops=ops,
+        requests=ops,
         jobs=analysis.jobs.filter(pl.col("job_id").is_in(kept)),
         skipped=pl.DataFrame(skipped, schema=_SKIPPED),
         errors=analysis.errors,

@@ -110,15 +110,15 @@ def analyze_log(path: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT, mi
     return row
 
 
-def analyze_ops(ops: pl.DataFrame, *, source: str = "ops", min_confidence: float = 0.5) -> pl.DataFrame:
-    """The jobs table of an ops table: one row per ``job_id``.
+def analyze_requests(ops: pl.DataFrame, *, source: str = "ops", min_confidence: float = 0.5) -> pl.DataFrame:
+    """The jobs table of a requests table: one row per ``job_id``.
 
     Bytes and operations are counted per direction, ``io_time`` is the requests' cumulative time
     divided by the number of ranks (Darshan's convention), and the rhythm comes from
     :func:`periodicity` on each job's requests (``min_confidence`` the confidence a period needs).
     """
     if ops.is_empty():
-        raise InputError("ops table: no requests")
+        raise InputError("requests table: no requests")
     ends = pl.coalesce("end", "start")
     is_read, is_write = pl.col("op") == "read", pl.col("op") == "write"
     per_job = (
@@ -168,11 +168,11 @@ def analyze_path(
 
     A Darshan log gives one row from its metadata, counters and richest time source, with its
     :class:`LogPart` under ``PART`` (``timeout`` seconds at most); any other trace gives one row
-    per ``job_id`` of its ops table (:func:`analyze_ops`), with ``path`` set.
+    per ``job_id`` of its requests table (:func:`analyze_requests`), with ``path`` set.
     """
     if sniff_format(path) == "darshan":
         return [log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)]
-    jobs = analyze_ops(ingest(path), min_confidence=min_confidence)
+    jobs = analyze_requests(ingest(path), min_confidence=min_confidence)
     return jobs.with_columns(pl.lit(str(path)).alias("path")).to_dicts()
 
 

@@ -73,3 +73,15 @@ def parse_profile(text: str) -> tuple[int, float, float]:
         return int(parts[0]), float(parts[1]), float(parts[2])
     except ValueError:
         raise InputError(f"--profile: expected COUNT,MU,SIGMA such as 20,100,10, got {text!r}") from None
+
+
+def renamed_option(value, old_value, *, new: str, old: str):
+    """The value of option ``new``, or of its former spelling ``old`` (kept hidden for one release, with a note)."""
+    if old_value is None:
+        return value
+    if value is not None:
+        raise InputError(f"give {new} once ({old} is its former spelling)")
+    from ._output import show_note
+
+    show_note(f"{old} is now {new}; the old spelling goes in the next release")
+    return old_value

@@ -1,4 +1,4 @@
-"""The analyzer's commands: ``analyze`` (traces or an ops table into the jobs table), ``ingest`` (a trace or a site)."""
+"""The analyzer's commands: ``analyze`` (traces or a requests table into the jobs table), ``ingest`` (one or a site)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from ..errors import InputError
 from ._choices import TRACE_FORMATS, one_of
 from ._errors import NothingDoneError
 from ._output import echo, progress, show_note, show_warning
+from ._parse import renamed_option
 
 if TYPE_CHECKING:
     import polars as pl
@@ -37,7 +38,10 @@ def analyze(
     output: Annotated[Path, typer.Option("--output", "-o", help="Jobs table (.parquet or .csv).")] = Path(
         "jobs.parquet"
     ),
-    ops: Annotated[Path | None, typer.Option("--ops", help="Analyze an ops table (.csv/.parquet) instead.")] = None,
+    requests: Annotated[
+        Path | None, typer.Option("--requests", help="Analyze a requests table (.csv/.parquet) instead.")
+    ] = None,
+    ops: Annotated[Path | None, typer.Option("--ops", hidden=True, help="Former spelling of --requests.")] = None,
     min_confidence: Annotated[
         float, typer.Option(help="w_iter is kept only when its confidence reaches this (0 to 1).")
     ] = 0.5,
@@ -56,20 +60,21 @@ def analyze(
     module in <output>.modules.<ext>; exit code 2 when no job is analysed.
     """
     logs, lists = paths or [], manifests or []
-    if ops is None and not (logs or lists):
-        raise InputError("give Darshan logs or folders, --manifest FILE, or --ops FILE")
-    if ops is not None and (logs or lists):
-        raise InputError("give Darshan logs, folders or --manifest FILE, or --ops FILE, not both")
+    table = renamed_option(requests, ops, new="--requests", old="--ops")
+    if table is None and not (logs or lists):
+        raise InputError("give Darshan logs or folders, --manifest FILE, or --requests FILE")
+    if table is not None and (logs or lists):
+        raise InputError("give Darshan logs, folders or --manifest FILE, or --requests FILE, not both")
     from ..analyzer import Analysis
 
     Analysis.check_output(output)
-    if ops is not None:
-        from ..analyzer import analyze_ops, read_ops
+    if table is not None:
+        from ..analyzer import analyze_requests, read_requests
         from ..schemas import ANALYSIS_ERRORS, MODULE_TOTALS
 
-        jobs = analyze_ops(read_ops(ops), min_confidence=min_confidence)
+        jobs = analyze_requests(read_requests(table), min_confidence=min_confidence)
         written = Analysis(jobs=jobs, errors=ANALYSIS_ERRORS.empty(), modules=MODULE_TOTALS.empty()).write(output)
-        echo(f"wrote {output}: {jobs.height} jobs from {ops}")
+        echo(f"wrote {output}: {jobs.height} jobs from {table}")
         echo(rhythm_summary(jobs))
         _wrote(written)
         return
@@ -122,7 +127,7 @@ def _report(jobs: pl.DataFrame, errors: pl.DataFrame, errors_path: Path, *, inpu
 
 
 def ingest(
-    output: Annotated[Path, typer.Option("--output", "-o", help="Ops table (.parquet or .csv).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Requests table (.parquet or .csv).")],
     paths: Annotated[
         list[Path] | None,
         typer.Argument(help="A Darshan log (DXT) or a block trace; with --site, logs, traces or folders."),
@@ -154,7 +159,7 @@ def ingest(
         typer.Option("--manifest", help="With --site: a text file listing traces or folders, one per line."),
     ] = None,
 ) -> None:
-    """Write the ops table of one trace, or with --site the site trace of many."""
+    """Write the requests table of one trace, or with --site the site trace of many."""
     traces, lists = paths or [], manifests or []
     if site:
         if (trace_format, class_by, skip_malformed) != ("auto", None, False):
@@ -169,13 +174,13 @@ def ingest(
 
 
 def _ingest_one(path: Path, output: Path, trace_format: str, class_by: str | None, skip_malformed: bool) -> None:
-    """The ops table of one trace."""
+    """The requests table of one trace."""
     import warnings
 
     from .._io import check_output, write_frame
     from ..analyzer import ingest as ingest_trace
 
-    check_output(output, what="ops table")
+    check_output(output, what="requests table")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the skip report below says it all
         pair = ingest_trace(
@@ -219,18 +224,18 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
         progress=lambda done, total: progress(done, total=total, description="reading"),
     )
     written = site.write(output)
-    if not site.ops.is_empty():
-        kept = set(site.ops["job_id"])
+    if not site.requests.is_empty():
+        kept = set(site.requests["job_id"])
         skipped_jobs = len(set(site.skipped["job_id"]) - kept)
         echo(
-            f"wrote {output}: {site.ops.height} requests of {len(kept)} jobs "
-            f"({int(site.ops['synthetic'].sum())} synthesised from HEATMAP); "
+            f"wrote {output}: {site.requests.height} requests of {len(kept)} jobs "
+            f"({int(site.requests['synthetic'].sum())} synthesised from HEATMAP); "
             f"skipped {skipped_jobs} counters-only jobs; their jobs table in {SiteTrace.paths(output)['jobs']}"
         )
     _wrote(written)
     _list_problems("skipped", [f"{path}: {reason}" for path, reason in site.skipped.select("path", "reason").rows()])
     _list_problems("failed", site.errors["reason"].to_list())
-    if not site.ops.is_empty():
+    if not site.requests.is_empty():
         return
     if site.skipped.height or site.errors.height:
         raise NothingDoneError(f"no request to write: {site.skipped.height} logs skipped, {site.errors.height} failed")

@@ -10,13 +10,13 @@ import typer
 from ._output import echo, show, warnings_to_stderr
 from ._tables import Column, field, render_table, shown
 from .recommender import ranking_table, set_table
-from .replay import metrics_table, trace_policy_table
+from .replay import metrics_table, trace_scheduler_table
 
 if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
 
-    from ..replay import PolicyComparison, RequestReplay
+    from ..replay import RequestReplay, SchedulerComparison
 
 DEMO_POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority")
 
@@ -73,7 +73,7 @@ def demo(
     show(render_table(jobs, JOB_COLUMNS, title=title, caption=_sample_replay(jobs)))
     workload = make_figure_workload("fig6", 20, random_state=figure_seed("fig6", 20, 0))
     echo(
-        f"Fig. 6 workload (seed 004): {workload.n_jobs} jobs, {workload.phases.height} phases, "
+        f"Fig. 6 workload (IO-SETS paper): {workload.n_jobs} jobs, {workload.phases.height} phases, "
         f"omega 0.8, horizon {workload.horizon:.0f} s, window {workload.window}",
         stderr=False,
     )
@@ -87,20 +87,21 @@ def demo(
     show(set_table(set_summary(recommended), title="Recommendation for the sample jobs (SET-10, B = 1 GB/s)"))
     ranking = tune(jobs)
     show(ranking_table(ranking, title="Tuning by replay: the sample jobs under each mapping"))
-    site_ops, comparison = _trace_replay(recommended)
-    _write_report(report_path, jobs, recommended, site_ops, comparison, ranking, requests["rbfq"])
+    site_requests, comparison = _trace_replay(recommended)
+    _write_report(report_path, jobs, recommended, site_requests, comparison, ranking, requests["rbfq"])
 
 
 def _sample_jobs() -> pl.DataFrame:
     """The jobs table of the bundled block traces and of pydarshan's example logs, with an ``input`` column."""
     import polars as pl
 
-    from ..analyzer import analyze, analyze_ops
+    from ..analyzer import analyze, analyze_requests
     from ..datasets import load_darshan_examples, load_sample_traces
 
     samples = load_sample_traces()
     frames = [
-        analyze_ops(ops).with_columns(input=pl.lit(samples.paths[name].name)) for name, ops in samples.ops.items()
+        analyze_requests(ops).with_columns(input=pl.lit(samples.paths[name].name))
+        for name, ops in samples.requests.items()
     ]
     logs = analyze(list(load_darshan_examples().paths.values()), workers=1).jobs
     frames.append(logs.with_columns(pl.col("path").str.extract(r"([^/]+)$").alias("input")))
@@ -150,41 +151,43 @@ def _request_table(runs: dict[str, RequestReplay]) -> RenderableType:
     )
 
 
-TRACE_POLICIES = ("fcfs", "wfq", "iosets-wfq")
+TRACE_SCHEDULERS = ("fcfs", "wfq", "iosets-wfq")
 """The schedulers of the demo's closed-loop trace replay."""
 TRACE_BANDWIDTH = 5e5
 """The demo disk's bytes/s: slower than the traced disks (alone, job 8,16 takes 88 s, not 50), so that phases meet."""
 
 
-def _trace_replay(recommended: pl.DataFrame) -> tuple[pl.DataFrame, PolicyComparison]:
-    """The blkparse and MSR samples on one clock, replayed closed-loop on a slow disk under each policy."""
+def _trace_replay(recommended: pl.DataFrame) -> tuple[pl.DataFrame, SchedulerComparison]:
+    """The blkparse and MSR samples on one clock, replayed closed-loop on a slow disk under each scheduler."""
     from ..analyzer import site_trace
     from ..datasets import load_sample_traces
-    from ..replay import Device, compare_policies
+    from ..replay import Device, compare_schedulers
 
     paths = load_sample_traces().paths
     site = site_trace([paths["blkparse"], paths["msr"]], workers=1)  # SPC dates no request's end
-    comparison = compare_policies(site.ops, recommended, TRACE_POLICIES, device=Device(bandwidth=TRACE_BANDWIDTH))
-    title = f"Trace replay: the blkparse and MSR samples ({site.ops.height} requests) on a 0.5 MB/s disk"
-    show(trace_policy_table(comparison, title=title))
-    stretches = comparison.jobs.pivot(on="policy", index="job_id", values="stretch").join(
+    comparison = compare_schedulers(
+        site.requests, recommended, TRACE_SCHEDULERS, device=Device(bandwidth=TRACE_BANDWIDTH)
+    )
+    title = f"Trace replay: the blkparse and MSR samples ({site.requests.height} requests) on a 0.5 MB/s disk"
+    show(trace_scheduler_table(comparison, title=title))
+    stretches = comparison.jobs.pivot(on="scheduler", index="job_id", values="stretch").join(
         recommended.select("job_id", "set"), on="job_id", how="left"
     )
     columns = (
         Column("job", field("job_id"), justify="left"),
         Column("set", field("set")),
-        *(Column(policy, field(policy, "{:.3f}")) for policy in TRACE_POLICIES),
+        *(Column(name, field(name, "{:.3f}")) for name in TRACE_SCHEDULERS),
     )
     show(render_table(stretches.sort("job_id"), columns, title="Trace replay: stretch per job (runtime / alone)"))
-    return site.ops, comparison
+    return site.requests, comparison
 
 
 def _write_report(
     path: Path,
     jobs: pl.DataFrame,
     recommended: pl.DataFrame,
-    site_ops: pl.DataFrame,
-    comparison: PolicyComparison,
+    site_requests: pl.DataFrame,
+    comparison: SchedulerComparison,
     ranking: pl.DataFrame,
     requests: RequestReplay,
 ) -> None:
@@ -194,7 +197,7 @@ def _write_report(
     build_report(
         jobs,
         recommendation=recommended,
-        site=site_ops,
+        site=site_requests,
         replay=comparison,
         tune=ranking,
         requests=requests.results,

@@ -10,7 +10,7 @@ import typer
 from ..errors import InputError
 from ._choices import EXPORT_FORMATS, MAPPINGS, TBF_TARGET, TUNE_BASES, one_of
 from ._output import echo, print_json, show, warnings_to_stderr
-from ._parse import parse_fields, parse_names, parse_numbers
+from ._parse import parse_fields, parse_names, parse_numbers, renamed_option
 from ._tables import Column, Row, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
@@ -92,11 +92,14 @@ def recommend(
         str | None, typer.Option("--for", help="The new job: app=...,user=...[,nprocs=...,requested_time=...].")
     ] = None,
     mapping: Annotated[
-        str,
+        str | None,
         typer.Option(
-            "--mapping", "--policy", help=f"{', '.join(MAPPINGS)} (set-b with --base), or set-<b> such as set-2."
+            "--mapping", help=f"{', '.join(MAPPINGS)} (set-b with --base), or set-<b> such as set-2 [default: set-10]."
         ),
-    ] = "set-10",
+    ] = None,
+    old_mapping: Annotated[
+        str | None, typer.Option("--policy", hidden=True, help="Former spelling of --mapping.")
+    ] = None,
     base: Annotated[float, typer.Option(help="Base of set-b.")] = 10.0,
     min_confidence: Annotated[
         float,
@@ -128,6 +131,7 @@ def recommend(
 
     With --history H --for app=...,user=...: the same for a job that has not run yet.
     """
+    mapping = renamed_option(mapping, old_mapping, new="--mapping", old="--policy") or "set-10"
     options: dict[str, Any] = {
         "base": base,
         "bandwidth": bandwidth,
@@ -293,7 +297,7 @@ def _tune_site(jobs, site, bases, gmm, mapping, device, workers, dask, seed, as_
     from ..replay import read_device, tune_site
 
     got = tune_site(
-        SiteTrace.read(site).ops,
+        SiteTrace.read(site).requests,
         jobs,
         bases=bases,
         gmm=gmm,
@@ -336,7 +340,10 @@ def export(
     wfq_path: Annotated[str | None, typer.Option(help="agios: where wfq.conf will be installed.")] = None,
     root: Annotated[str | None, typer.Option(help="cgroup: parent folder of the job_<id> cgroups.")] = None,
     mapping: Annotated[
-        str | None, typer.Option("--mapping", "--policy", help="json/lua: the mapping's name, recorded in the file.")
+        str | None, typer.Option("--mapping", help="json/lua: the mapping's name, recorded in the file.")
+    ] = None,
+    old_mapping: Annotated[
+        str | None, typer.Option("--policy", hidden=True, help="Former spelling of --mapping.")
     ] = None,
 ) -> None:
     """Write a recommendation as files an enforcement layer applies (AGIOS, Lustre TBF, cgroup v2, Slurm)."""
@@ -353,7 +360,7 @@ def export(
         "default_rate": default_rate,
         "wfq_path": wfq_path,
         "root": root,
-        "mapping": mapping,
+        "mapping": renamed_option(mapping, old_mapping, new="--mapping", old="--policy"),
     }
     paths = export_recommendation(
         read_frame(recommended_path, what="recommendation"),

@@ -16,7 +16,7 @@ from ._tables import Column, field, ratio, render_table, shown
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ..replay import PolicyComparison
+    from ..replay import SchedulerComparison
 
 METRICS_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
@@ -75,7 +75,7 @@ def generate(
     window: Annotated[str | None, typer.Option(help="Metric window T_BEGIN,T_END (s); default: 0.3 h,0.7 h.")] = None,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
 ) -> None:
-    """Generate a workload with the paper's protocol (seed 004, section V-B)."""
+    """Generate a workload with the paper's protocol (IO-SETS paper, section V-B)."""
     from .._io import check_output
     from ..datasets import make_iosets_workload
     from ..workload import write_workload
@@ -151,7 +151,7 @@ def replay(
 
 
 def replay_requests(
-    ops_path: Annotated[Path, typer.Argument(metavar="OPS", help="Ops table (.csv or .parquet).")],
+    ops_path: Annotated[Path, typer.Argument(metavar="REQUESTS", help="Requests table (.csv or .parquet).")],
     scheduler: Annotated[str, typer.Option(help=one_of(SCHEDULERS))] = "fcfs",
     class_by: Annotated[str, typer.Option(help="Column giving each request's class.")] = "job_id",
     weight: Annotated[list[str] | None, typer.Option(help="CLASS=WEIGHT (repeatable).")] = None,
@@ -168,12 +168,12 @@ def replay_requests(
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
 ) -> None:
     """Replay a request trace through a scheduler and the device model; print per-class shares."""
-    from ..analyzer import read_ops
+    from ..analyzer import read_requests
     from ..replay import Device, RequestResults, replay_requests
 
     if output is not None:
         RequestResults.check_output(output)
-    ops = read_ops(ops_path)
+    ops = read_requests(ops_path)
     if class_by not in ops.columns:
         raise InputError(f"--class-by: {ops_path} has no column {class_by!r}")
     key = int if ops[class_by].dtype.is_integer() else str  # --weight 3=... names class 3 of an integer column
@@ -268,8 +268,8 @@ def calibrate(
         echo(f"wrote {output}")
 
 
-TRACE_POLICY_COLUMNS = (
-    Column("policy", field("policy"), justify="left"),
+TRACE_SCHEDULER_COLUMNS = (
+    Column("scheduler", field("scheduler"), justify="left"),
     Column("util", field("utilization", "{:.4f}")),
     Column("util bound", field("utilization_bound", "{:.4f}")),
     Column("IOS", field("io_slowdown", "{:.3f}")),
@@ -278,23 +278,23 @@ TRACE_POLICY_COLUMNS = (
     Column("p99 stretch", field("p99_stretch", "{:.3f}")),
     Column("MB/s", field("throughput", "{:.2f}", scale=1e-6)),
 )
-"""Per-policy metrics of ``compare_policies`` (a ``share_set_<s>`` column per set is added after them)."""
+"""Per-scheduler metrics of ``compare_schedulers`` (a ``share_set_<s>`` column per set is added after them)."""
 
 
-def trace_policy_rows(comparison: PolicyComparison) -> list[dict[str, Any]]:
-    """Each policy's row of ``comparison.policies`` with ``share_set_<s>``: set s's share of the window's bytes."""
+def trace_scheduler_rows(comparison: SchedulerComparison) -> list[dict[str, Any]]:
+    """Each scheduler's row of ``comparison.schedulers`` with ``share_set_<s>``: set s's share of the window's bytes."""
     shares: dict[str, dict[str, Any]] = {}
     for row in comparison.shares.iter_rows(named=True):
-        shares.setdefault(row["policy"], {})[f"share_set_{row['set']}"] = row["share"]
-    return [{**row, **shares.get(row["policy"], {})} for row in comparison.policies.iter_rows(named=True)]
+        shares.setdefault(row["scheduler"], {})[f"share_set_{row['set']}"] = row["share"]
+    return [{**row, **shares.get(row["scheduler"], {})} for row in comparison.schedulers.iter_rows(named=True)]
 
 
-def trace_policy_table(comparison: PolicyComparison, *, title: str) -> RenderableType:
-    """The per-policy comparison of a trace replay, with each set's byte share in per cent."""
-    rows = trace_policy_rows(comparison)
+def trace_scheduler_table(comparison: SchedulerComparison, *, title: str) -> RenderableType:
+    """The per-scheduler comparison of a trace replay, with each set's byte share in per cent."""
+    rows = trace_scheduler_rows(comparison)
     sets = comparison.shares["set"].unique(maintain_order=True).to_list()
     columns = (
-        *TRACE_POLICY_COLUMNS,
+        *TRACE_SCHEDULER_COLUMNS,
         *(Column(f"set {s} %", field(f"share_set_{s}", "{:.1f}", scale=100)) for s in sets),
     )
     caption = (
@@ -317,39 +317,41 @@ def replay_trace(
         typer.Option(
             "--output",
             "-o",
-            help="Write the per-job predictions, and beside them NAME.phases, NAME.policies and NAME.shares.",
+            help="Write the per-job predictions, and beside them NAME.phases, NAME.schedulers and NAME.shares.",
         ),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print per-policy and per-job numbers as JSON only.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print per-scheduler and per-job numbers as JSON only.")
+    ] = False,
 ) -> None:
-    """Replay a site trace in a closed loop under each policy; predict each job's stretch and the platform's metrics.
+    """Replay a site trace in a closed loop under each scheduler; predict each job's stretch and the platform's metrics.
 
     iosets-wfq and rbfq get one class per set of the recommendation, the other schedulers one class
     per job with equal weights; jobs missing from it go to its conservative (largest) set.
-    With -o, four tables: per job, per phase (ready, start and end dates), per policy (the metrics) and
+    With -o, four tables: per job, per phase (ready, start and end dates), per scheduler (the metrics) and
     per set (bytes moved in the window). The site's jobs table written beside SITE by `iosets ingest
     --site` (NAME.jobs) gives the jobs' start dates, so that compute before a job's first request counts.
     """
     from .._io import read_frame
     from ..analyzer import SiteTrace
-    from ..replay import PolicyComparison, compare_policies, read_device
+    from ..replay import SchedulerComparison, compare_schedulers, read_device
 
     if output is not None:
-        PolicyComparison.check_output(output)
-    policies = parse_names(compare)
+        SchedulerComparison.check_output(output)
+    schedulers = parse_names(compare)
     chosen_window = None if window is None else parse_window(window)
     site = SiteTrace.read(site_path)
     site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
     rec = read_frame(rec_path, what="recommendation")
     chosen_device = None if device is None else read_device(device)
     with warnings_to_stderr():
-        comparison = compare_policies(
-            site.ops, rec, policies, device=chosen_device, window=chosen_window, site_jobs=site_jobs
+        comparison = compare_schedulers(
+            site.requests, rec, schedulers, device=chosen_device, window=chosen_window, site_jobs=site_jobs
         )
     if output is not None:
         echo(f"wrote {', '.join(map(str, comparison.write(output).written))}")
     if as_json:
-        print_json({"policies": trace_policy_rows(comparison), "jobs": comparison.jobs.to_dicts()})
+        print_json({"schedulers": trace_scheduler_rows(comparison), "jobs": comparison.jobs.to_dicts()})
         return
     title = f"{site_path}: {comparison.jobs['job_id'].n_unique()} jobs replayed in a closed loop"
-    show(trace_policy_table(comparison, title=title))
+    show(trace_scheduler_table(comparison, title=title))

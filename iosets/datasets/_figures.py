@@ -1,4 +1,4 @@
-"""Workload presets of the experiments of seed 004 (Figs. 6-10)."""
+"""Workload presets of the experiments of the IO-SETS paper (Figs. 6-10)."""
 
 import zlib
 from dataclasses import dataclass

@@ -1,4 +1,4 @@
-"""The workload generation protocol of seed 004, section V-B."""
+"""The workload generation protocol of the IO-SETS paper, section V-B."""
 
 from collections.abc import Sequence
 

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..workload import Workload
 
 
-def workload_site_ops(workload: Workload, *, request_size: int) -> pl.DataFrame:
+def workload_site_requests(workload: Workload, *, request_size: int) -> pl.DataFrame:
     """The requests a phase workload's jobs would issue, each alone on a device of bandwidth B.
 
     Each job is one rank (0) writing one file (its id). Job j starts computing at its
@@ -39,7 +39,7 @@ def workload_site_ops(workload: Workload, *, request_size: int) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        A site trace (:data:`iosets.schemas.SITE_OPS`): ``job_id``, ``rank``, ``op``
+        A site trace (:data:`iosets.schemas.SITE_REQUESTS`): ``job_id``, ``rank``, ``op``
         ("write"), ``offset`` (running, per job), ``size``, ``start``, ``end``, ``file``,
         ``phase`` (the phase's index in its job) and ``synthetic`` (False), sorted by
         start then job.
@@ -48,13 +48,13 @@ def workload_site_ops(workload: Workload, *, request_size: int) -> pl.DataFrame:
     --------
     >>> from iosets.workload import Workload
     >>> wl = Workload.from_arrays(["a"], [1.0], [0, 0], [2.0, 1.0], [3e9, 1e9])
-    >>> ops = workload_site_ops(wl, request_size=2 * 10**9)
+    >>> ops = workload_site_requests(wl, request_size=2 * 10**9)
     >>> ops.select("phase", "size", "start", "end").rows()
     [(0, 2000000000, 3.0, 5.0), (0, 1000000000, 5.0, 6.0), (1, 1000000000, 7.0, 8.0)]
     """
     import polars as pl
 
-    from ..schemas import SITE_OPS
+    from ..schemas import SITE_REQUESTS
 
     request_size = check_count(request_size, "request_size", minimum=1)
     job = workload.phase_job
@@ -85,4 +85,4 @@ def workload_site_ops(workload: Workload, *, request_size: int) -> pl.DataFrame:
             "synthetic": np.zeros(phase.size, bool),
         }
     ).with_columns(op=pl.lit("write"))
-    return SITE_OPS.validate(frame.sort("start", "job_id", maintain_order=True), source="phase workload")
+    return SITE_REQUESTS.validate(frame.sort("start", "job_id", maintain_order=True), source="phase workload")

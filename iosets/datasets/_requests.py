@@ -1,16 +1,16 @@
-"""Request-level workloads (ops tables) for the request schedulers."""
+"""Request-level workloads (requests tables) for the request schedulers."""
 
 import numpy as np
 import polars as pl
 
 from .._validation import check_count
 from ..errors import InputError
-from ..schemas import OPS
+from ..schemas import REQUESTS
 from ..workload import Workload
 
 
 def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
-    """An ops table sorted by start (then by generation order)."""
+    """A requests table sorted by start (then by generation order)."""
     n = len(start)
     frame = pl.DataFrame(
         {
@@ -24,7 +24,7 @@ def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
             "file": np.broadcast_to(np.asarray(file, dtype=object), n).astype(str),
             **extra,
         },
-        schema_overrides=OPS.polars,
+        schema_overrides=REQUESTS.polars,
     )
     return frame.sort("start", maintain_order=True)
 
@@ -32,7 +32,7 @@ def _ops(job_id, rank, op, offset, size, start, file, **extra) -> pl.DataFrame:
 def make_backlogged_requests(
     n_requests: int, n_classes: int = 4, *, size_range: tuple[int, int] = (1, 1000), random_state=None
 ) -> pl.DataFrame:
-    """Backlogged classes: every request arrives at t = 0 (seed 000, section 3).
+    """Backlogged classes: every request arrives at t = 0 (AGIOS WFQ report, section 3).
 
     Requests of random sizes in ``size_range`` (bytes, inclusive) are attributed
     to classes ``c0 .. c{n_classes-1}`` (column ``job_id``) at random; each class

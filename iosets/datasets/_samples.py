@@ -26,8 +26,8 @@ def _read_descr(name: str) -> str:
 class SampleTraces:
     """The bundled block traces (see :func:`load_sample_traces`)."""
 
-    ops: dict[str, pl.DataFrame]
-    """The ops table of each trace, by format."""
+    requests: dict[str, pl.DataFrame]
+    """The requests table of each trace, by format."""
     paths: dict[str, Path]
     """The file of each trace, by format."""
     descr: str
@@ -50,7 +50,7 @@ def load_sample_traces() -> SampleTraces:
     Returns
     -------
     SampleTraces
-        ``ops``: format -> ops table (columns ``job_id, rank, op, offset, size, start, end, file``;
+        ``requests``: format -> requests table (columns ``job_id, rank, op, offset, size, start, end, file``;
         66 blkparse, 320 MSR and 400 SPC requests, two jobs each), ``paths``: format -> file,
         ``descr``: the description of the traces.
 
@@ -58,7 +58,7 @@ def load_sample_traces() -> SampleTraces:
     --------
     >>> from iosets.datasets import load_sample_traces
     >>> samples = load_sample_traces()
-    >>> {name: ops.shape for name, ops in samples.ops.items()}
+    >>> {name: ops.shape for name, ops in samples.requests.items()}
     {'blkparse': (66, 8), 'msr': (320, 8), 'spc': (400, 8)}
     >>> samples.paths["msr"].name
     'sample.msr.csv'
@@ -67,7 +67,7 @@ def load_sample_traces() -> SampleTraces:
 
     paths = {fmt: Path(str(resources.files(DATA_MODULE) / name)) for fmt, name in SAMPLE_TRACES.items()}
     ops = {fmt: cast("pl.DataFrame", read_blocktrace(path, format=fmt)) for fmt, path in paths.items()}
-    return SampleTraces(ops=ops, paths=paths, descr=_read_descr("sample_traces.rst"))
+    return SampleTraces(requests=ops, paths=paths, descr=_read_descr("sample_traces.rst"))
 
 
 def load_darshan_examples() -> DarshanExamples:

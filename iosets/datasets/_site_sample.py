@@ -1,8 +1,8 @@
 """A large generated site with a trace replay: the tables a report reads, made in a second or two.
 
 Nothing here is replayed: the jobs come from :func:`make_job_history`, the sets from
-:func:`iosets.recommender.recommend`, and each policy's phase dates are drawn from a simple
-queueing profile, vectorised, so that a 100 000-job site with a million I/O phases per policy
+:func:`iosets.recommender.recommend`, and each scheduler's phase dates are drawn from a simple
+queueing profile, vectorised, so that a 100 000-job site with a million I/O phases per scheduler
 exists without running the trace replay on it (``benchmarks/report.py``).
 """
 
@@ -22,17 +22,17 @@ from ..schemas import (
     RECOMMENDED_JOBS,
     TRACE_REPLAY_JOBS,
     TRACE_REPLAY_PHASES,
-    TRACE_REPLAY_POLICIES,
+    TRACE_REPLAY_SCHEDULERS,
     TRACE_REPLAY_SHARES,
     TUNE_RANKING,
 )
 from ._history import make_job_history
 
-POLICY_PROFILES = {"fcfs": (1.2, 0.3, False), "wfq": (0.6, 0.5, False), "iosets-wfq": (1.6, 0.3, True)}
-"""Policy -> (mean wait of a phase that waits, mean extra I/O time, both per alone I/O phase time; whether
+SCHEDULER_PROFILES = {"fcfs": (1.2, 0.3, False), "wfq": (0.6, 0.5, False), "iosets-wfq": (1.6, 0.3, True)}
+"""Scheduler -> (mean wait of a phase that waits, mean extra I/O time, both per alone I/O phase time; whether
 they grow with the set). Half the phases wait (:data:`WAITING`).
 
-A set-aware policy (iosets-wfq) scales both by the set's rank among the sets, 0.05 for the highest
+A set-aware scheduler (iosets-wfq) scales both by the set's rank among the sets, 0.05 for the highest
 priority to 1 for the lowest: high-priority sets barely wait, low-priority ones wait more than under FCFS.
 """
 
@@ -58,13 +58,13 @@ class LargeSite:
     recommendation: pl.DataFrame
     """RECOMMENDED_JOBS: the jobs with their SET-10 sets."""
     replay_jobs: pl.DataFrame
-    """TRACE_REPLAY_JOBS: per job and policy."""
+    """TRACE_REPLAY_JOBS: per job and scheduler."""
     replay_phases: pl.DataFrame
-    """TRACE_REPLAY_PHASES: per I/O phase and policy."""
-    replay_policies: pl.DataFrame
-    """TRACE_REPLAY_POLICIES: one row per policy."""
+    """TRACE_REPLAY_PHASES: per I/O phase and scheduler."""
+    replay_schedulers: pl.DataFrame
+    """TRACE_REPLAY_SCHEDULERS: one row per scheduler."""
     replay_shares: pl.DataFrame
-    """TRACE_REPLAY_SHARES: per policy and set."""
+    """TRACE_REPLAY_SHARES: per scheduler and set."""
     tune: pl.DataFrame
     """TUNE_RANKING: SET-b mappings, gmm and fair-share, ranked."""
 
@@ -72,7 +72,7 @@ class LargeSite:
 def make_large_site(
     n_jobs: int = 100_000,
     *,
-    policies: tuple[str, ...] = ("fcfs", "wfq", "iosets-wfq"),
+    schedulers: tuple[str, ...] = ("fcfs", "wfq", "iosets-wfq"),
     phases_per_job: int = 10,
     random_state=None,
 ) -> LargeSite:
@@ -82,10 +82,10 @@ def make_large_site(
     with ``not_periodic`` and ``explanation`` as the analyzer writes them; sets are SET-10's
     (:func:`iosets.recommender.recommend`, bandwidth :data:`BANDWIDTH`). Each job has
     ``phases_per_job`` I/O phases of equal size and alone duration ``alpha_io * runtime /
-    phases_per_job``, each after an equal compute gap. Under each policy a phase waits, with
+    phases_per_job``, each after an equal compute gap. Under each scheduler a phase waits, with
     probability :data:`WAITING`, an exponential time, and then lasts its alone duration plus an
-    exponential extra (means from :data:`POLICY_PROFILES`); it becomes ready one recorded compute gap
-    after the previous phase ends. A job's alone run is its recorded run. The policies' metrics are
+    exponential extra (means from :data:`SCHEDULER_PROFILES`); it becomes ready one recorded compute gap
+    after the previous phase ends. A job's alone run is its recorded run. The schedulers' metrics are
     the phase model's over each job's whole replayed life (its first I/O phase to its last); the
     window is the recorded span, and the shares and the throughput count the bytes of the phases
     ending inside it. The tuning ranking's metrics are drawn at random; its ``n_sets`` are the jobs'
@@ -95,8 +95,8 @@ def make_large_site(
     ----------
     n_jobs : int, default=100_000
         Jobs of the site.
-    policies : tuple of str, default=("fcfs", "wfq", "iosets-wfq")
-        Policies replayed, each a key of :data:`POLICY_PROFILES`.
+    schedulers : tuple of str, default=("fcfs", "wfq", "iosets-wfq")
+        Schedulers replayed, each a key of :data:`SCHEDULER_PROFILES`.
     phases_per_job : int, default=10
         I/O phases of every job.
     random_state : int, numpy Generator, SeedSequence or None, default=None
@@ -105,36 +105,36 @@ def make_large_site(
     Returns
     -------
     LargeSite
-        ``jobs`` and ``recommendation`` (``n_jobs`` rows), ``replay_jobs`` (``n_jobs * len(policies)``),
-        ``replay_phases`` (``n_jobs * phases_per_job * len(policies)``), ``replay_policies`` (one row per
-        policy), ``replay_shares`` (per policy and set) and ``tune`` (one row per candidate mapping).
+        ``jobs`` and ``recommendation`` (``n_jobs`` rows), ``replay_jobs`` (``n_jobs * len(schedulers)``),
+        ``replay_phases`` (``n_jobs * phases_per_job * len(schedulers)``), ``replay_schedulers`` (one row per
+        scheduler), ``replay_shares`` (per scheduler and set) and ``tune`` (one row per candidate mapping).
 
     Examples
     --------
-    >>> site = make_large_site(200, policies=("fcfs", "iosets-wfq"), phases_per_job=4, random_state=0)
-    >>> site.replay_phases.height, site.replay_policies["policy"].to_list()
+    >>> site = make_large_site(200, schedulers=("fcfs", "iosets-wfq"), phases_per_job=4, random_state=0)
+    >>> site.replay_phases.height, site.replay_schedulers["scheduler"].to_list()
     (1600, ['fcfs', 'iosets-wfq'])
     """
     rng = np.random.default_rng(random_state)
     check_count(n_jobs, "n_jobs", minimum=1)
     check_count(phases_per_job, "phases_per_job", minimum=1)
-    check_count(len(policies), "number of policies", minimum=1)
-    for policy in policies:
-        check_choice(policy, "policy", tuple(POLICY_PROFILES))
-    if len(set(policies)) < len(policies):
-        raise InputError(f"policies must be distinct, got {', '.join(policies)}")
+    check_count(len(schedulers), "number of schedulers", minimum=1)
+    for scheduler in schedulers:
+        check_choice(scheduler, "scheduler", tuple(SCHEDULER_PROFILES))
+    if len(set(schedulers)) < len(schedulers):
+        raise InputError(f"schedulers must be distinct, got {', '.join(schedulers)}")
 
     history = make_job_history(n_jobs, n_apps=max(40, n_jobs // 250), n_users=max(15, n_jobs // 1000), random_state=rng)
     jobs = JOBS.validate(_as_analyzed(history.drop("requested_time")))
     recommendation = RECOMMENDED_JOBS.validate(_recommend(jobs))
     recorded = _Recorded.of(recommendation, phases_per_job)
-    dates = {policy: recorded.replay(POLICY_PROFILES[policy], rng) for policy in policies}
+    dates = {scheduler: recorded.replay(SCHEDULER_PROFILES[scheduler], rng) for scheduler in schedulers}
     return LargeSite(
         jobs=jobs,
         recommendation=recommendation,
         replay_jobs=TRACE_REPLAY_JOBS.validate(_replay_jobs(recommendation, recorded, dates)),
         replay_phases=TRACE_REPLAY_PHASES.validate(_replay_phases(recommendation, recorded, dates)),
-        replay_policies=TRACE_REPLAY_POLICIES.validate(_policy_metrics(recorded, dates)),
+        replay_schedulers=TRACE_REPLAY_SCHEDULERS.validate(_policy_metrics(recorded, dates)),
         replay_shares=TRACE_REPLAY_SHARES.validate(_shares(recommendation, recorded, dates)),
         tune=TUNE_RANKING.validate(_tune_ranking(jobs, rng)),
     )
@@ -200,7 +200,7 @@ class _Recorded:
         return float(self.start.min()), float((self.start + self.alone).max())
 
     def replay(self, profile: tuple[float, float, bool], rng: np.random.Generator) -> tuple[np.ndarray, ...]:
-        """Each phase's ready, start and end dates under a policy's profile (see :data:`POLICY_PROFILES`)."""
+        """Each phase's ready, start and end dates under a scheduler's profile (see :data:`SCHEDULER_PROFILES`)."""
         mean_wait, mean_extra, by_set = profile
         scale = (0.05 + 0.95 * self.rank)[:, None] if by_set else 1.0
         waits = rng.random(self.alone.shape) < WAITING
@@ -228,16 +228,26 @@ def _replay_phases(
     )
     frames = [
         base.with_columns(
-            pl.lit(policy).alias("policy"),
-            (pl.col("set").cast(pl.String) if POLICY_PROFILES[policy][2] else pl.col("job_id")).alias("class"),
+            pl.lit(scheduler).alias("scheduler"),
+            (pl.col("set").cast(pl.String) if SCHEDULER_PROFILES[scheduler][2] else pl.col("job_id")).alias("class"),
             pl.Series("ready", ready.ravel()),
             pl.Series("start", start.ravel()),
             pl.Series("end", end.ravel()),
         )
-        for policy, (ready, start, end) in dates.items()
+        for scheduler, (ready, start, end) in dates.items()
     ]
     return pl.concat(frames).select(
-        "job_id", "policy", "phase", "class", "set", "bytes", "recorded_start", "recorded_end", "ready", "start", "end"
+        "job_id",
+        "scheduler",
+        "phase",
+        "class",
+        "set",
+        "bytes",
+        "recorded_start",
+        "recorded_end",
+        "ready",
+        "start",
+        "end",
     )
 
 
@@ -247,13 +257,13 @@ def _replay_jobs(
     """TRACE_REPLAY_JOBS: a job's life is its first phase's ready date to its last phase's end."""
     alone_runtime = recorded.start[:, -1] + recorded.alone[:, -1] - recorded.start[:, 0]
     frames = []
-    for policy, (ready, _, end) in dates.items():
+    for scheduler, (ready, _, end) in dates.items():
         runtime = end[:, -1] - ready[:, 0]
         frames.append(
             pl.DataFrame(
                 {
                     "job_id": recommendation["job_id"],
-                    "policy": policy,
+                    "scheduler": scheduler,
                     "recorded_runtime": alone_runtime,
                     "runtime": runtime,
                     "alone_runtime": alone_runtime,
@@ -267,17 +277,17 @@ def _replay_jobs(
 
 
 def _policy_metrics(recorded: _Recorded, dates: dict[str, tuple[np.ndarray, ...]]) -> pl.DataFrame:
-    """One row per policy: the phase model's metrics over each job's whole life, and the throughput."""
+    """One row per scheduler: the phase model's metrics over each job's whole life, and the throughput."""
     alone_io = recorded.alone.sum(axis=1)
     compute = recorded.gap[:, 0] * (recorded.alone.shape[1] - 1)
     first, last = recorded.window
     rows = []
-    for policy, (ready, _, end) in dates.items():
+    for scheduler, (ready, _, end) in dates.items():
         present = end[:, -1] - ready[:, 0]
         stretch = present / (compute + alone_io)
         rows.append(
             {
-                "policy": policy,
+                "scheduler": scheduler,
                 "utilization": compute.sum() / present.sum(),
                 "utilization_bound": compute.sum() / (compute + alone_io).sum(),
                 "io_slowdown": float(np.exp(np.log((present - compute) / alone_io).mean())),
@@ -295,17 +305,17 @@ def _policy_metrics(recorded: _Recorded, dates: dict[str, tuple[np.ndarray, ...]
 def _shares(
     recommendation: pl.DataFrame, recorded: _Recorded, dates: dict[str, tuple[np.ndarray, ...]]
 ) -> pl.DataFrame:
-    """Per policy and set: the bytes of the phases ending inside the window, and their share."""
+    """Per scheduler and set: the bytes of the phases ending inside the window, and their share."""
     sets = recommendation["set"].to_numpy()
     distinct, set_index = np.unique(sets, return_inverse=True)
     last = recorded.window[1]
     frames = []
-    for policy, (_, _, end) in dates.items():
+    for scheduler, (_, _, end) in dates.items():
         moved = np.bincount(
             set_index, weights=np.where(end <= last, recorded.bytes, 0).sum(axis=1), minlength=distinct.size
         )
         share = moved / moved.sum() if moved.sum() > 0 else np.full(distinct.size, np.nan)
-        frames.append(pl.DataFrame({"policy": policy, "set": distinct, "bytes": moved, "share": share}))
+        frames.append(pl.DataFrame({"scheduler": scheduler, "set": distinct, "bytes": moved, "share": share}))
     return pl.concat(frames).with_columns(pl.col("share").fill_nan(None))
 
 

@@ -8,7 +8,7 @@ from .._validation import check_count, check_positive
 from ..errors import InputError
 
 AGIOS_MAX_WEIGHT = 2**31 - 1
-"""AGIOS keeps a queue's weight plus credit in a C ``int`` (seed 000, section 2)."""
+"""AGIOS keeps a queue's weight plus credit in a C ``int`` (AGIOS WFQ report, section 2)."""
 
 
 def wfq_weights(
@@ -54,7 +54,7 @@ def wfq_weights(
 def set_reservations(demand, sets) -> tuple[np.ndarray, np.ndarray]:
     """``(set ids, reservation per set)``: a set's reservation is the largest demand among its jobs.
 
-    Under IO-SETS one job of a set does I/O at a time (seed 004, section IV), so a set
+    Under IO-SETS one job of a set does I/O at a time (IO-SETS paper, section IV), so a set
     needs what one of its jobs needs, not the sum.
 
     Examples

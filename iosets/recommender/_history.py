@@ -1,4 +1,4 @@
-"""Characteristic-time estimates for jobs not seen yet (seed 004, section VII-B).
+"""Characteristic-time estimates for jobs not seen yet (IO-SETS paper, section VII-B).
 
 Sources, tried in order for each query job:
 

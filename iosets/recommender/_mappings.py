@@ -1,4 +1,4 @@
-"""Set mappings: SET-b (seed 004, section IV-C), a Gaussian-mixture mapping, and the rule a fit learns."""
+"""Set mappings: SET-b (IO-SETS paper, section IV-C), a Gaussian-mixture mapping, and the rule a fit learns."""
 
 import re
 import warnings
@@ -185,7 +185,7 @@ def fit_mapping(
     """Learn the :class:`SetMapping` of jobs (``w_iter`` NaN where unknown) under ``mapping``.
 
     The conservative set defaults to one set below the lowest-priority set of the
-    confidently mapped jobs (seed 004 section VII-B), so that unknown jobs never slow
+    confidently mapped jobs (IO-SETS paper, section VII-B), so that unknown jobs never slow
     down known ones; ``gmm`` adds a set a decade below its clusters for it. A NaN
     ``confidence`` (a job found not periodic) is below any ``min_confidence``.
     """

@@ -166,7 +166,7 @@ def recommend(
         Jobs table (:data:`iosets.schemas.JOBS`) with at least ``w_iter``;
         ``w_iter_confidence``, ``not_periodic`` and ``alpha_io`` are used when present.
     mapping : str, default="set-10"
-        ``set-10`` (set round(log10 w_iter), priority 10^-set, seed 004 section IV-C),
+        ``set-10`` (set round(log10 w_iter), priority 10^-set, IO-SETS paper section IV-C),
         ``set-b`` with ``base`` (or ``set-<b>``, e.g. ``set-2``), or ``gmm`` (a Gaussian
         mixture over log10 w_iter whose number of sets minimises BIC).
     min_confidence : float, default=0.5
@@ -174,7 +174,7 @@ def recommend(
         ``not_periodic`` code goes to the conservative set, or to the lower-priority set
         its ``w_iter`` gives, never to a set of higher priority (flag ``conservative``).
     conservative_set : int, default=None
-        Set for those jobs (seed 004 section VII-B: "temporarily map the application to a
+        Set for those jobs (IO-SETS paper, section VII-B: "temporarily map the application to a
         low-priority set"); by default one set below the lowest-priority set of the
         confidently mapped jobs, so that unknown jobs never slow down known ones.
     max_sets : int, default=8
@@ -226,7 +226,7 @@ def set_summary(recommended: pl.DataFrame) -> pl.DataFrame:
     """One row per set (:data:`iosets.schemas.SET_SUMMARY`): priority, job count, w_iter range, WFQ weight, RBFQ.
 
     A set's reservation is the largest of its jobs' reservations (one job of a set does
-    I/O at a time, seed 004 section IV); its limit is the per-job limit.
+    I/O at a time, IO-SETS paper section IV); its limit is the per-job limit.
     """
     missing = [name for name in RECOMMENDATION.names if name not in recommended.columns]
     if missing:

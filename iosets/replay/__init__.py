@@ -11,11 +11,11 @@ from .._lazy import lazy_exports
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._calibrate import FIT_PARAMETERS, Calibration, calibrate
     from ._closed import TraceReplay, replay_trace
-    from ._compare import PolicyComparison, compare_policies
+    from ._compare import SchedulerComparison, compare_schedulers
     from ._device import Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
-    from ._metrics import PhaseMetrics
     from ._phase import PhaseReplay, replay_phases
+    from ._phase_metrics import PhaseMetrics
     from ._policies import POLICIES, assign_policy
     from ._request_metrics import (
         RequestMetrics,
@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         sliding_shares,
     )
     from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, RequestResults, replay_requests
-    from ._trace import RequestTrace
+    from ._trace import RequestArrays
     from ._trace_metrics import TraceMetrics, trace_metrics
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
     from ._tune_site import Tuning, tune_site
@@ -37,15 +37,15 @@ _EXPORTS = {
     "calibrate": "._calibrate",
     "TraceReplay": "._closed",
     "replay_trace": "._closed",
-    "compare_policies": "._compare",
-    "PolicyComparison": "._compare",
+    "compare_schedulers": "._compare",
+    "SchedulerComparison": "._compare",
     "Device": "._device",
     "read_device": "._device",
     "EXPERIMENT_POLICIES": "._experiments",
     "EXPERIMENT_REFERENCE": "._experiments",
     "run_experiment": "._experiments",
     "summarize_experiment": "._experiments",
-    "PhaseMetrics": "._metrics",
+    "PhaseMetrics": "._phase_metrics",
     "PhaseReplay": "._phase",
     "replay_phases": "._phase",
     "POLICIES": "._policies",
@@ -61,7 +61,7 @@ _EXPORTS = {
     "RequestReplay": "._requests",
     "RequestResults": "._requests",
     "replay_requests": "._requests",
-    "RequestTrace": "._trace",
+    "RequestArrays": "._trace",
     "TraceMetrics": "._trace_metrics",
     "trace_metrics": "._trace_metrics",
     "TUNE_BASES": "._tune",
@@ -71,5 +71,12 @@ _EXPORTS = {
     "Tuning": "._tune_site",
     "tune_site": "._tune_site",
 }
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+_RENAMED = {
+    "compare_policies": "compare_schedulers",
+    "PolicyComparison": "SchedulerComparison",
+    "RequestTrace": "RequestArrays",
+    "SiteTuning": "Tuning",
+}
+"""Former names (one release, with a DeprecationWarning): the glossary's words (docs/glossary.md)."""
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _RENAMED)
 __all__ = sorted(_EXPORTS)

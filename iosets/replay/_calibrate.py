@@ -19,7 +19,7 @@ from ..errors import InputError
 from ._closed import _build, _Chains, _run
 from ._device import Device
 from ._requests import _scheduler_params
-from ._trace import RequestTrace
+from ._trace import RequestArrays
 
 FIT_PARAMETERS = ("bandwidth", "overhead", "queue_depth", "seek")
 """The device parameters :func:`calibrate` can fit."""
@@ -66,7 +66,7 @@ class Calibration:
 class _Fit:
     """What one replay is compared with: the trace, its chains and its recorded durations."""
 
-    trace: RequestTrace
+    trace: RequestArrays
     chains: _Chains
     request_duration: np.ndarray  # recorded, per request in engine order
     phase_duration: np.ndarray  # recorded, per chain phase
@@ -104,7 +104,7 @@ def _relative(replayed: np.ndarray, recorded: np.ndarray) -> np.ndarray:
     return np.abs(replayed[keep] - recorded[keep]) / recorded[keep]
 
 
-def _closed_form(trace: RequestTrace, start: np.ndarray, end: np.ndarray, fit: tuple[str, ...]) -> dict[str, float]:
+def _closed_form(trace: RequestArrays, start: np.ndarray, end: np.ndarray, fit: tuple[str, ...]) -> dict[str, float]:
     """Bandwidth, overhead and seek from a least-squares line over the requests that found the device idle.
 
     Requests are in recorded start order. One found the device idle when it started no
@@ -174,13 +174,13 @@ def _refine(fit: _Fit, device: Device, names: list[str], scale: float) -> Device
     return refined if fit.score(refined) < fit.score(device) else device
 
 
-def calibrate(site_ops: pl.DataFrame, *, fit=FIT_PARAMETERS, device: Device | None = None) -> Calibration:
+def calibrate(site_requests: pl.DataFrame, *, fit=FIT_PARAMETERS, device: Device | None = None) -> Calibration:
     """Fit the device so that the fcfs closed-loop replay reproduces the recorded request and phase durations.
 
     Parameters
     ----------
-    site_ops : polars.DataFrame
-        A site trace (:data:`iosets.schemas.SITE_OPS`) with every request's ``end``.
+    site_requests : polars.DataFrame
+        A site trace (:data:`iosets.schemas.SITE_REQUESTS`) with every request's ``end``.
     fit : sequence of str, default=FIT_PARAMETERS
         The parameters to fit, among ``bandwidth``, ``overhead``, ``queue_depth`` and ``seek``;
         the others keep ``device``'s values.
@@ -204,7 +204,7 @@ def calibrate(site_ops: pl.DataFrame, *, fit=FIT_PARAMETERS, device: Device | No
     unknown = sorted(set(fit) - set(FIT_PARAMETERS))
     if unknown:
         raise InputError(f"fit: unknown device parameters {unknown}; expected some of {', '.join(FIT_PARAMETERS)}")
-    trace, chains, phases, keys = _build(site_ops, None)
+    trace, chains, phases, keys = _build(site_requests, None)
     start, end = keys["start"].to_numpy(), keys["end"].to_numpy()
     recorded = _Fit(trace, chains, end - start, (phases["recorded_end"] - phases["recorded_start"]).to_numpy())
     base = replace(device or Device(), iops=0.0)

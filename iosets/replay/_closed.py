@@ -20,11 +20,11 @@ import polars as pl
 
 from .._validation import check_choice
 from ..errors import InputError
-from ..schemas import SITE_OPS
+from ..schemas import SITE_REQUESTS
 from . import _engine
 from ._device import Device
 from ._requests import SCHEDULERS, _per_class, _scheduler_params
-from ._trace import RequestTrace, _dense
+from ._trace import RequestArrays, _dense
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TraceReplay:
     Attributes
     ----------
     scheduler : str
-    trace : RequestTrace
+    trace : RequestArrays
         The requests in engine order (recorded start order), ``arrival`` their recorded
         start, ``phase`` their chain phase.
     requests : polars.DataFrame
@@ -53,7 +53,7 @@ class TraceReplay:
     """
 
     scheduler: str
-    trace: RequestTrace
+    trace: RequestArrays
     requests: pl.DataFrame
     phases: pl.DataFrame
     jobs: pl.DataFrame
@@ -157,9 +157,9 @@ def _streams(frame: pl.DataFrame) -> np.ndarray:
     return stream
 
 
-def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.DataFrame, pl.DataFrame]:
+def _build(site_requests: pl.DataFrame, classes) -> tuple[RequestArrays, _Chains, pl.DataFrame, pl.DataFrame]:
     """The trace (engine order: recorded start, then row), its chains, the phase table and the request keys."""
-    frame = SITE_OPS.validate(site_ops, source="site ops", require=("end",)).with_row_index("_row")
+    frame = SITE_REQUESTS.validate(site_requests, source="site ops", require=("end",)).with_row_index("_row")
     if frame["end"].null_count():
         row = int(frame["_row"].filter(frame["end"].is_null())[0])
         raise InputError(f"site ops row {row}: end: expected a date (the closed loop needs it), got null")
@@ -185,7 +185,7 @@ def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.D
         job=phases["_job"].to_numpy(),
     )
     stream = _streams(frame)
-    trace = RequestTrace(
+    trace = RequestArrays(
         arrival=start,
         size=frame["size"].cast(pl.Float64).to_numpy(),
         offset=frame["offset"].fill_null(-1).to_numpy(),  # synthesised: continues nothing
@@ -207,7 +207,7 @@ def _build(site_ops: pl.DataFrame, classes) -> tuple[RequestTrace, _Chains, pl.D
 
 def _run(
     scheduler: str,
-    trace: RequestTrace,
+    trace: RequestArrays,
     chains: _Chains,
     server: np.ndarray,
     n_servers: int,
@@ -255,7 +255,7 @@ def _run(
 
 
 def replay_trace(
-    site_ops: pl.DataFrame,
+    site_requests: pl.DataFrame,
     *,
     scheduler: str = "fcfs",
     classes=None,
@@ -274,12 +274,12 @@ def replay_trace(
 
     Parameters
     ----------
-    site_ops : polars.DataFrame
-        A site trace (:data:`iosets.schemas.SITE_OPS`), with every request's ``end``.
+    site_requests : polars.DataFrame
+        A site trace (:data:`iosets.schemas.SITE_REQUESTS`), with every request's ``end``.
     scheduler : str, default="fcfs"
         One of :data:`SCHEDULERS`.
     classes : str or mapping, default=None
-        The scheduler's classes: a column of ``site_ops``, or a mapping job_id -> class;
+        The scheduler's classes: a column of ``site_requests``, or a mapping job_id -> class;
         one class per job when None.
     weights, reservations, limits : scalar, mapping class -> value, or array, default=None
         Per-class parameters, as :func:`replay_requests` takes them.
@@ -306,7 +306,7 @@ def replay_trace(
     check_choice(scheduler, "scheduler", SCHEDULERS)
     vector = _scheduler_params(scheduler, dict(params or {}))
     device = device or Device()
-    trace, chains, phases, keys = _build(site_ops, classes)
+    trace, chains, phases, keys = _build(site_requests, classes)
     weight = _per_class(weights, trace, "weights", 1.0)
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)

@@ -1,4 +1,4 @@
-"""Replay a site trace under several policies, classes and parameters taken from a recommendation table."""
+"""Replay a site trace under several schedulers, classes and parameters taken from a recommendation table."""
 
 from __future__ import annotations
 
@@ -11,54 +11,60 @@ import polars as pl
 from .._results import Part, Tables
 from .._validation import check_choice
 from ..errors import InputError
-from ..schemas import RECOMMENDATION, TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_POLICIES, TRACE_REPLAY_SHARES
+from ..schemas import (
+    RECOMMENDATION,
+    TRACE_REPLAY_JOBS,
+    TRACE_REPLAY_PHASES,
+    TRACE_REPLAY_SCHEDULERS,
+    TRACE_REPLAY_SHARES,
+)
 from ._closed import TraceReplay, replay_trace
 from ._device import Device
 from ._requests import SCHEDULERS
 from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
 
-SET_POLICIES = ("iosets-wfq", "rbfq")
-"""Policies that get one class per set of the recommendation; the others get one class per job, equal weights."""
+SET_SCHEDULERS = ("iosets-wfq", "rbfq")
+"""Schedulers that get one class per set of the recommendation; the others get one class per job, equal weights."""
 
 _REC_COLUMNS = ("job_id", "set", "priority", "wfq_weight", "rbfq_reservation", "rbfq_weight", "rbfq_limit")
 
 
 @dataclass(frozen=True)
-class PolicyComparison(Tables):
-    """Result of :func:`compare_policies`: four tables, each in policy order.
+class SchedulerComparison(Tables):
+    """Result of :func:`compare_schedulers`: four tables, each in scheduler order.
 
     ``write(path)`` writes the per-job table at ``path`` and the others beside it as ``<stem>.phases<suffix>``,
-    ``<stem>.policies<suffix>`` and ``<stem>.shares<suffix>``; ``read(path)`` reads them back.
+    ``<stem>.schedulers<suffix>`` and ``<stem>.shares<suffix>``; ``read(path)`` reads them back.
 
     Attributes
     ----------
-    policies : polars.DataFrame
-        :data:`iosets.schemas.TRACE_REPLAY_POLICIES`: one row per policy, ``policy``, every name of
+    schedulers : polars.DataFrame
+        :data:`iosets.schemas.TRACE_REPLAY_SCHEDULERS`: one row per scheduler, ``scheduler``, every name of
         :data:`TRACE_METRICS` (null where the window cannot give it), ``window_start``, ``window_end``.
     jobs : polars.DataFrame
-        :data:`iosets.schemas.TRACE_REPLAY_JOBS`: one row per job and policy.
+        :data:`iosets.schemas.TRACE_REPLAY_JOBS`: one row per job and scheduler.
     phases : polars.DataFrame
-        :data:`iosets.schemas.TRACE_REPLAY_PHASES`: one row per I/O phase and policy, with the date it
+        :data:`iosets.schemas.TRACE_REPLAY_PHASES`: one row per I/O phase and scheduler, with the date it
         became ready, the date the device began serving it and its last completion.
     shares : polars.DataFrame
-        :data:`iosets.schemas.TRACE_REPLAY_SHARES`: one row per policy and set of the trace's jobs, the
+        :data:`iosets.schemas.TRACE_REPLAY_SHARES`: one row per scheduler and set of the trace's jobs, the
         bytes the set moved inside the window and their share.
     """
 
     PARTS = (
         Part("jobs", TRACE_REPLAY_JOBS, "per-job predictions"),
         Part("phases", TRACE_REPLAY_PHASES, "per-phase replay"),
-        Part("policies", TRACE_REPLAY_POLICIES, "per-policy metrics"),
+        Part("schedulers", TRACE_REPLAY_SCHEDULERS, "per-scheduler metrics"),
         Part("shares", TRACE_REPLAY_SHARES, "per-set shares"),
     )
 
-    policies: pl.DataFrame
+    schedulers: pl.DataFrame
     jobs: pl.DataFrame
     phases: pl.DataFrame
     shares: pl.DataFrame
 
 
-def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
+def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
     """Each trace job's set (missing jobs: the recommendation's largest set, with a warning), the sets the
     recommendation gives (trace jobs it holds only) and the per-set table.
 
@@ -78,7 +84,7 @@ def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int]
         raise InputError(f"recommendation: job_id {duplicated[0]!r} appears more than once")
     sets = dict(zip(rec["job_id"].to_list(), rec["set"].to_list(), strict=True))
     conservative = int(rec["set"].max())  # type: ignore[arg-type]
-    absent = sorted(set(site_ops["job_id"].unique().to_list()) - set(sets))
+    absent = sorted(set(site_requests["job_id"].unique().to_list()) - set(sets))
     if absent:
         shown = ", ".join(absent[:5]) + (", ..." if len(absent) > 5 else "")
         warnings.warn(
@@ -92,26 +98,28 @@ def _job_sets(site_ops: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int]
         pl.col("rbfq_reservation").fill_null(0.0).max(),
         pl.col("rbfq_limit").fill_null(0.0).max(),
     )
-    trace_jobs = site_ops["job_id"].unique().to_list()
+    trace_jobs = site_requests["job_id"].unique().to_list()
     rec_sets = {job: sets[job] for job in trace_jobs if job in sets}
     return {job: sets.get(job, conservative) for job in trace_jobs}, rec_sets, per_set.sort("set")
 
 
-def _replay(site_ops, policy: str, job_sets: dict[str, int], per_set: pl.DataFrame, device) -> TraceReplay:
-    """One policy's closed-loop replay with its classes and per-class parameters."""
-    if policy not in SET_POLICIES:
-        return replay_trace(site_ops, scheduler=policy, device=device)
+def _replay(site_requests, scheduler: str, job_sets: dict[str, int], per_set: pl.DataFrame, device) -> TraceReplay:
+    """One scheduler's closed-loop replay with its classes and per-class parameters."""
+    if scheduler not in SET_SCHEDULERS:
+        return replay_trace(site_requests, scheduler=scheduler, device=device)
     column = dict(zip(per_set["set"].to_list(), per_set.iter_rows(named=True), strict=True))
     used = set(job_sets.values())
 
     def of(name: str) -> dict[int, float]:
         return {key: float(row[name]) for key, row in column.items() if key in used}
 
-    if policy == "iosets-wfq":
-        return replay_trace(site_ops, scheduler=policy, classes=job_sets, weights=of("wfq_weight"), device=device)
+    if scheduler == "iosets-wfq":
+        return replay_trace(
+            site_requests, scheduler=scheduler, classes=job_sets, weights=of("wfq_weight"), device=device
+        )
     return replay_trace(
-        site_ops,
-        scheduler=policy,
+        site_requests,
+        scheduler=scheduler,
         classes=job_sets,
         weights=of("rbfq_weight"),
         reservations=of("rbfq_reservation"),
@@ -132,7 +140,7 @@ def _served(result: TraceReplay) -> pl.Series:
     return result.requests.select("unit").join(units, on="unit", how="left", maintain_order="left")["served"]
 
 
-def _phases(result: TraceReplay, policy: str, rec_sets: dict[str, int]) -> pl.DataFrame:
+def _phases(result: TraceReplay, scheduler: str, rec_sets: dict[str, int]) -> pl.DataFrame:
     """Per phase of one replay (:data:`TRACE_REPLAY_PHASES`): its class, set, bytes and dates.
 
     The engine opens a phase at its ``ready`` date (the replay's phase ``start``); the table's ``start`` is
@@ -156,7 +164,7 @@ def _phases(result: TraceReplay, policy: str, rec_sets: dict[str, int]) -> pl.Da
         .sort("job_id", "phase")
         .select(
             "job_id",
-            pl.lit(policy).alias("policy"),
+            pl.lit(scheduler).alias("scheduler"),
             "phase",
             "class",
             "set",
@@ -170,20 +178,20 @@ def _phases(result: TraceReplay, policy: str, rec_sets: dict[str, int]) -> pl.Da
     )
 
 
-def _shares(metrics: TraceMetrics, policy: str, job_sets: dict[str, int]) -> pl.DataFrame:
+def _shares(metrics: TraceMetrics, scheduler: str, job_sets: dict[str, int]) -> pl.DataFrame:
     """Per set of the trace's jobs (:data:`TRACE_REPLAY_SHARES`): bytes moved inside the window and their share.
 
     A per-job class counts for its job's set; shares are null when no byte moved.
     """
     summed = dict.fromkeys(sorted(set(job_sets.values())), 0.0)
     for label, share in metrics.class_shares.items():
-        summed[int(label) if policy in SET_POLICIES else job_sets[label]] += share
+        summed[int(label) if scheduler in SET_SCHEDULERS else job_sets[label]] += share
     total = sum(summed.values())  # 1 up to rounding: dividing by it keeps every share within [0, 1]
     begin, end = metrics.window
     moved = (metrics.throughput or 0.0) * (end - begin)
     return pl.DataFrame(
         {
-            "policy": policy,
+            "scheduler": scheduler,
             "set": list(summed),
             "bytes": [share * moved for share in summed.values()],
             "share": [share / total if total > 0 else None for share in summed.values()],
@@ -192,16 +200,16 @@ def _shares(metrics: TraceMetrics, policy: str, job_sets: dict[str, int]) -> pl.
     )
 
 
-def compare_policies(
-    site_ops: pl.DataFrame,
+def compare_schedulers(
+    site_requests: pl.DataFrame,
     rec: pl.DataFrame,
-    policies: Sequence[str],
+    schedulers: Sequence[str],
     *,
     device: Device | None = None,
     window: tuple[float, float] | None = None,
     site_jobs: pl.DataFrame | None = None,
-) -> PolicyComparison:
-    """Replay a site trace in a closed loop under each policy and predict each job's and the platform's metrics.
+) -> SchedulerComparison:
+    """Replay a site trace in a closed loop under each scheduler and predict each job's and the platform's metrics.
 
     ``iosets-wfq`` and ``rbfq`` get one class per set of ``rec`` with the set's WFQ weight or RBFQ
     weight, reservation and limit (its largest job's); every other scheduler gets one class per job
@@ -210,17 +218,17 @@ def compare_policies(
 
     Parameters
     ----------
-    site_ops : polars.DataFrame
-        A site trace (:data:`iosets.schemas.SITE_OPS`) with every request's ``end``.
+    site_requests : polars.DataFrame
+        A site trace (:data:`iosets.schemas.SITE_REQUESTS`) with every request's ``end``.
     rec : polars.DataFrame
         A recommendation (``iosets recommend -o``): ``job_id``, ``set``, ``priority``, ``wfq_weight``,
         ``rbfq_reservation``, ``rbfq_weight``, ``rbfq_limit``.
-    policies : sequence of str
+    schedulers : sequence of str
         Schedulers of :data:`SCHEDULERS`, each replayed once.
     device : Device, default=None
         Device model; ``Device()`` when None.
     window : (float, float), default=None
-        Window of the policy metrics; each replay's whole span when None.
+        Window of the scheduler metrics; each replay's whole span when None.
     site_jobs : polars.DataFrame, default=None
         The jobs' ``job_id`` and ``start`` (the site trace's jobs table, written beside it by
         ``iosets ingest --site``), so that a job's compute before its first request counts in the
@@ -228,8 +236,8 @@ def compare_policies(
 
     Returns
     -------
-    PolicyComparison
-        Per policy (window metrics), per job and policy, per phase and policy, and per policy and set
+    SchedulerComparison
+        Per scheduler (window metrics), per job and scheduler, per phase and scheduler, and per scheduler and set
         (bytes moved in the window and their share), each validated by its schema.
 
     Examples
@@ -239,35 +247,35 @@ def compare_policies(
     ...     "synthetic": [False] * 2})
     >>> rec = pl.DataFrame({"job_id": ["a", "b"], "set": [0, 0], "priority": [1.0] * 2, "wfq_weight": [1] * 2,
     ...     "rbfq_reservation": [None] * 2, "rbfq_weight": [1.0] * 2, "rbfq_limit": [None] * 2})
-    >>> got = compare_policies(ops, rec, ["fcfs"], device=Device(bandwidth=1e6, overhead=0, seek=0))
+    >>> got = compare_schedulers(ops, rec, ["fcfs"], device=Device(bandwidth=1e6, overhead=0, seek=0))
     >>> got.jobs["runtime"].to_list(), got.phases["ready"].to_list(), got.phases["start"].to_list()
     ([1.0, 2.0], [0.0, 0.0], [0.0, 1.0])
     >>> got.shares["share"].to_list()
     [1.0]
     """
-    if isinstance(policies, str) or not policies:
-        raise InputError(f"policies: expected a non-empty list of schedulers, got {policies!r}")
-    for policy in policies:
-        check_choice(policy, "policy", SCHEDULERS)
-    if len(set(policies)) != len(policies):
-        raise InputError(f"policies: each policy once, got {', '.join(policies)}")
-    if not isinstance(site_ops, pl.DataFrame) or "job_id" not in site_ops.columns:
+    if isinstance(schedulers, str) or not schedulers:
+        raise InputError(f"schedulers: expected a non-empty list of schedulers, got {schedulers!r}")
+    for scheduler in schedulers:
+        check_choice(scheduler, "scheduler", SCHEDULERS)
+    if len(set(schedulers)) != len(schedulers):
+        raise InputError(f"schedulers: each scheduler once, got {', '.join(schedulers)}")
+    if not isinstance(site_requests, pl.DataFrame) or "job_id" not in site_requests.columns:
         raise InputError("site ops: expected a polars DataFrame with a job_id column")
-    job_sets, rec_sets, per_set = _job_sets(site_ops, rec)
-    policy_rows, jobs, phases, shares = [], [], [], []
-    for policy in policies:
-        result = _replay(site_ops, policy, job_sets, per_set, device)
+    job_sets, rec_sets, per_set = _job_sets(site_requests, rec)
+    scheduler_rows, jobs, phases, shares = [], [], [], []
+    for scheduler in schedulers:
+        result = _replay(site_requests, scheduler, job_sets, per_set, device)
         metrics = trace_metrics(result, window=window, jobs=site_jobs)
         for name, why in metrics.notes.items():
-            warnings.warn(f"{policy}: {name}: {why}", stacklevel=2)
+            warnings.warn(f"{scheduler}: {name}: {why}", stacklevel=2)
         begin, end = metrics.window
-        policy_rows.append({"policy": policy, **metrics.values(), "window_start": begin, "window_end": end})
-        jobs.append(result.jobs.with_columns(policy=pl.lit(policy)).select(TRACE_REPLAY_JOBS.names))
-        phases.append(_phases(result, policy, rec_sets))
-        shares.append(_shares(metrics, policy, job_sets))
-    per_policy = pl.DataFrame(policy_rows, schema_overrides=dict.fromkeys(TRACE_METRICS, pl.Float64))
-    return PolicyComparison(
-        policies=TRACE_REPLAY_POLICIES.validate(per_policy, source="per-policy metrics"),
+        scheduler_rows.append({"scheduler": scheduler, **metrics.values(), "window_start": begin, "window_end": end})
+        jobs.append(result.jobs.with_columns(scheduler=pl.lit(scheduler)).select(TRACE_REPLAY_JOBS.names))
+        phases.append(_phases(result, scheduler, rec_sets))
+        shares.append(_shares(metrics, scheduler, job_sets))
+    per_scheduler = pl.DataFrame(scheduler_rows, schema_overrides=dict.fromkeys(TRACE_METRICS, pl.Float64))
+    return SchedulerComparison(
+        schedulers=TRACE_REPLAY_SCHEDULERS.validate(per_scheduler, source="per-scheduler metrics"),
         jobs=TRACE_REPLAY_JOBS.validate(pl.concat(jobs), source="per-job predictions"),
         phases=TRACE_REPLAY_PHASES.validate(pl.concat(phases), source="per-phase replay"),
         shares=TRACE_REPLAY_SHARES.validate(pl.concat(shares), source="per-set shares"),

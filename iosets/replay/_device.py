@@ -33,7 +33,7 @@ class Device:
         Seconds added when a unit does not continue the previous one on the same stream.
     iops : float, default=0.0
         If > 0, fixed-IOPS mode: every unit costs 1 / iops, whatever its size
-        (the IOPS examples of seed 001).
+        (the IOPS examples of the RBFQ paper).
     """
 
     queue_depth: int = 1

@@ -1,4 +1,4 @@
-"""The paper's sweeps (seed 004, Figs. 6-10) over every policy."""
+"""The paper's sweeps (IO-SETS paper, Figs. 6-10) over every policy."""
 
 from collections.abc import Callable, Iterable
 

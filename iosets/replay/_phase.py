@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from . import _engine
-from ._metrics import PhaseMetrics
+from ._phase_metrics import PhaseMetrics
 from ._policies import assign_policy
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Policies of seed 004 as set and priority assignments for a workload."""
+"""Policies of the IO-SETS paper as set and priority assignments for a workload."""
 
 import numpy as np
 

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
-    from ._trace import RequestTrace
+    from ._trace import RequestArrays
 
 
 @dataclass(frozen=True, eq=False)
@@ -68,7 +68,7 @@ class RequestMetrics:
 class _ReplayedTrace:
     """What the per-class table is built from, on demand."""
 
-    trace: RequestTrace
+    trace: RequestArrays
     complete: np.ndarray
     reservation: np.ndarray
     cost_bytes: bool
@@ -125,7 +125,7 @@ def jain_index(values: np.ndarray) -> float | None:
     return float(np.sum(values) ** 2 / (values.size * square)) if 0 < square < np.inf else None
 
 
-def class_throughput(trace: RequestTrace, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def class_throughput(trace: RequestArrays, complete: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ids of the classes with requests and their throughput: bytes / (last completion - first arrival),
     NaN over a zero span (every request of the class completed at its first arrival)."""
     n_classes = trace.classes.size
@@ -141,7 +141,7 @@ def class_throughput(trace: RequestTrace, complete: np.ndarray) -> tuple[np.ndar
 
 
 def compute_request_metrics(
-    trace: RequestTrace,
+    trace: RequestArrays,
     complete: np.ndarray,
     n_units: int,
     weight: np.ndarray,
@@ -168,7 +168,7 @@ def compute_request_metrics(
     )
 
 
-def _why_undefined(trace: RequestTrace, span: float, zero_span: list, jain: float | None) -> dict[str, str]:
+def _why_undefined(trace: RequestArrays, span: float, zero_span: list, jain: float | None) -> dict[str, str]:
     """Why each request metric that is None (or null for some classes) is so."""
     if not trace.n:
         return dict.fromkeys(("aggregate_throughput", "jain_index", "mean_aggregation_size"), "no request")
@@ -202,7 +202,7 @@ def backlogged_shares(result) -> np.ndarray:
 
 
 def sliding_shares(trace, dispatch: np.ndarray, window: int) -> np.ndarray:
-    """Byte share of each class over windows of ``window`` consecutive dispatched requests (seed 000, section 3).
+    """Byte share of each class over windows of ``window`` consecutive dispatched requests (AGIOS WFQ report, sec. 3).
 
     Returns an array of shape (n - window + 1, n_classes).
     """
@@ -215,5 +215,5 @@ def sliding_shares(trace, dispatch: np.ndarray, window: int) -> np.ndarray:
 
 
 def share_error(throughput: np.ndarray, weight: np.ndarray) -> np.ndarray:
-    """FAIRIO's Error_i = T_i / sum(T) - w_i / sum(w) (seed 003, section IV)."""
+    """FAIRIO's Error_i = T_i / sum(T) - w_i / sum(w) (FAIRIO paper, section IV)."""
     return throughput / throughput.sum() - weight / weight.sum()

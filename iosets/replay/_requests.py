@@ -18,7 +18,7 @@ from ..schemas import REQUEST_CLASSES, REQUEST_RESULTS
 from . import _engine
 from ._device import Device
 from ._request_metrics import RequestMetrics, compute_request_metrics
-from ._trace import RequestTrace
+from ._trace import RequestArrays
 
 SCHEDULER_PARAMS: dict[str, dict[str, float]] = {
     name: {param: default for param, default, _, _ in params} for name, params in _engine.scheduler_params().items()
@@ -60,7 +60,7 @@ class RequestReplay:
     ----------
     scheduler : str
         The scheduler replayed.
-    trace : RequestTrace
+    trace : RequestArrays
         The requests as replayed (sorted by arrival).
     dispatch, complete : numpy.ndarray
         Dispatch and completion date of each request of ``trace``.
@@ -74,7 +74,7 @@ class RequestReplay:
     """
 
     scheduler: str
-    trace: RequestTrace
+    trace: RequestArrays
     dispatch: np.ndarray
     complete: np.ndarray
     unit: np.ndarray
@@ -108,7 +108,7 @@ class RequestReplay:
         return self.results.write(path)
 
 
-def _per_class(values, trace: RequestTrace, name: str, default: float) -> np.ndarray:
+def _per_class(values, trace: RequestArrays, name: str, default: float) -> np.ndarray:
     """A per-class float64 array from None, a scalar, a mapping class -> value or an array
     (the engine checks the values' ranges)."""
     labels = trace.classes.tolist()
@@ -147,7 +147,7 @@ def _scheduler_params(scheduler: str, params: dict) -> np.ndarray:
 
 
 def replay_requests(
-    ops: pl.DataFrame | RequestTrace,
+    ops: pl.DataFrame | RequestArrays,
     scheduler: str = "fcfs",
     *,
     device: Device | None = None,
@@ -163,8 +163,8 @@ def replay_requests(
 
     Parameters
     ----------
-    ops : polars.DataFrame or RequestTrace
-        An ops table (:data:`iosets.schemas.OPS`) or a prepared trace.
+    ops : polars.DataFrame or RequestArrays
+        A requests table (:data:`iosets.schemas.REQUESTS`) or a prepared trace.
     scheduler : str, default="fcfs"
         One of :data:`SCHEDULERS`.
     device : Device, default=None
@@ -189,8 +189,8 @@ def replay_requests(
     device = device or _DEFAULT_DEVICE
     trace = (
         ops
-        if isinstance(ops, RequestTrace)
-        else RequestTrace.from_ops(
+        if isinstance(ops, RequestArrays)
+        else RequestArrays.from_ops(
             ops,
             class_by=class_by,
             server_by=server_by or ("server" if "server" in ops.columns else None),

@@ -1,4 +1,4 @@
-"""Ops tables turned into the arrays the request engine takes."""
+"""Requests tables turned into the arrays the request engine takes."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..schemas import OPS
+from ..schemas import REQUESTS
 
 
 @dataclass(frozen=True)
-class RequestTrace:
+class RequestArrays:
     """Requests sorted by arrival, with dense class, stream, server and phase ids.
 
     Attributes
@@ -25,7 +25,7 @@ class RequestTrace:
         Label of each class id (the values of the ``class_by`` column).
     n_streams, n_servers, n_phases : int
     order : numpy.ndarray (int64)
-        Row of the source ops table of each request.
+        Row of the source requests table of each request.
     """
 
     arrival: np.ndarray
@@ -88,8 +88,8 @@ class RequestTrace:
         stream_by: str | None = None,
         server_by: str | None = None,
         phase_gap: float | None = None,
-    ) -> RequestTrace:
-        """Build from an ops table (:data:`iosets.schemas.OPS`).
+    ) -> RequestArrays:
+        """Build from a requests table (:data:`iosets.schemas.REQUESTS`).
 
         Parameters
         ----------
@@ -108,8 +108,8 @@ class RequestTrace:
         """
         missing = [c for c in (class_by, stream_by, server_by) if c is not None and c not in ops.columns]
         if missing:
-            raise InputError(f"ops table: missing columns {missing}; has {ops.columns}")
-        frame = OPS.validate(ops, source="ops").with_row_index("_row")
+            raise InputError(f"requests table: missing columns {missing}; has {ops.columns}")
+        frame = REQUESTS.validate(ops, source="ops").with_row_index("_row")
         for column in (class_by, stream_by, server_by):
             if column is not None and frame[column].null_count():
                 row = int(frame[column].is_null().arg_true()[0])

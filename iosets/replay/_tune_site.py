@@ -82,13 +82,13 @@ def _candidates(jobs: pl.DataFrame, bases, gmm: bool, current: str | None, rando
     return candidates
 
 
-def _replay(site_ops: pl.DataFrame, assignment, device: Device, window) -> dict:
+def _replay(site_requests: pl.DataFrame, assignment, device: Device, window) -> dict:
     """One candidate's trace replay: its number of classes and window metrics."""
     if assignment is None:
-        replay = replay_trace(site_ops, scheduler="wfq", device=device)
+        replay = replay_trace(site_requests, scheduler="wfq", device=device)
     else:
         classes, weights = assignment
-        replay = replay_trace(site_ops, scheduler="iosets-wfq", classes=classes, weights=weights, device=device)
+        replay = replay_trace(site_requests, scheduler="iosets-wfq", classes=classes, weights=weights, device=device)
     values = trace_metrics(replay, window=window).values()
     names = ("utilization", "io_slowdown", "max_stretch")
     return {"n_sets": int(replay.trace.classes.size), **{name: values[name] for name in names}}
@@ -114,7 +114,7 @@ def _map(tasks: list[tuple], workers: int, dask: str | None) -> list[dict]:
 
 
 def tune_site(
-    site_ops: pl.DataFrame,
+    site_requests: pl.DataFrame,
     jobs: pl.DataFrame,
     *,
     bases=TUNE_BASES,
@@ -129,7 +129,7 @@ def tune_site(
 ) -> Tuning:
     """Rank SET-b, gmm, FAIR-SHARE and the current mapping by closed-loop replay of the site's trace.
 
-    Each candidate replays ``site_ops`` (:func:`replay_trace`): a mapping with iosets-wfq,
+    Each candidate replays ``site_requests`` (:func:`replay_trace`): a mapping with iosets-wfq,
     one class per set weighted by the set's priority; FAIR-SHARE with wfq, one class per
     job, equal weights. Candidates rank by :func:`trace_metrics`' utilization (closer than
     ``tolerance``: a tie), then Max Stretch, then IO-slowdown, as :func:`tune` ranks the
@@ -137,10 +137,10 @@ def tune_site(
 
     Parameters
     ----------
-    site_ops : polars.DataFrame
-        A site trace (:data:`iosets.schemas.SITE_OPS`).
+    site_requests : polars.DataFrame
+        A site trace (:data:`iosets.schemas.SITE_REQUESTS`).
     jobs : polars.DataFrame
-        Jobs table with ``job_id``, ``w_iter`` and ``alpha_io`` for the jobs of ``site_ops``
+        Jobs table with ``job_id``, ``w_iter`` and ``alpha_io`` for the jobs of ``site_requests``
         (jobs without a w_iter get the mapping's conservative set).
     bases, gmm : default=TUNE_BASES, True
         SET-b bases and whether to try the Gaussian-mixture mapping.
@@ -166,13 +166,13 @@ def tune_site(
     """
     check_positive(tolerance, "tolerance")
     check_count(workers, "workers")
-    site_jobs = jobs.filter(pl.col("job_id").is_in(site_ops["job_id"].unique().to_list()))
-    missing = sorted(set(site_ops["job_id"].unique().to_list()) - set(site_jobs["job_id"].to_list()))
+    site_jobs = jobs.filter(pl.col("job_id").is_in(site_requests["job_id"].unique().to_list()))
+    missing = sorted(set(site_requests["job_id"].unique().to_list()) - set(site_jobs["job_id"].to_list()))
     if missing:
         raise InputError(f"jobs table: no row for the site trace's jobs {missing[:5]}")
     candidates = _candidates(site_jobs, bases, gmm, current, random_state)
     device = device or Device()
-    rows = _map([(site_ops, assignment, device, window) for assignment in candidates.values()], workers, dask)
+    rows = _map([(site_requests, assignment, device, window) for assignment in candidates.values()], workers, dask)
     table = pl.DataFrame([{"mapping": name, **row} for name, row in zip(candidates, rows, strict=True)])
     idealised = tune(site_jobs, bases=bases, gmm=gmm, tolerance=tolerance, random_state=random_state)
     bucket = (pl.col("utilization") / tolerance).round(0)

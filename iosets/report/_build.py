@@ -56,18 +56,18 @@ class Report:
 
 
 def default_builders() -> tuple[SectionBuilder, ...]:
-    """The report's sections in page order: overview, recommendation, policy, timelines, requests, jobs."""
+    """The report's sections in page order: overview, recommendation, scheduler, timelines, requests, jobs."""
     from ._jobs_table import jobs_table_section
     from ._overview import overview_section
-    from ._policy import policy_section
     from ._recommendation import recommendation_section
     from ._request_level import request_level_section
+    from ._scheduler import scheduler_section
     from ._timelines import timelines_section
 
     return (
         overview_section,
         recommendation_section,
-        policy_section,
+        scheduler_section,
         timelines_section,
         request_level_section,
         jobs_table_section,
@@ -149,7 +149,7 @@ def build_report(
     >>> from iosets.report import build_report
     >>> report = build_report(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [10.0, 100.0], "alpha_io": [0.1, 0.2]}))
     >>> '<section id="jobs"' in report.html, report.missing[:2]
-    (True, ['recommendation', 'policy'])
+    (True, ['recommendation', 'scheduler'])
     """
     from .._io import check_output
     from ._render import render_report

@@ -94,9 +94,9 @@ class ReportInputs:
     recommendation : polars.DataFrame or None
         RECOMMENDED_JOBS (``iosets recommend -o``): each job with its set, priority, WFQ and RBFQ parameters.
     site : polars.DataFrame or None
-        SITE_OPS (``iosets ingest --site -o``).
-    replay_jobs, replay_phases, replay_policies, replay_shares : polars.DataFrame or None
-        TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_POLICIES, TRACE_REPLAY_SHARES
+        SITE_REQUESTS (``iosets ingest --site -o``).
+    replay_jobs, replay_phases, replay_schedulers, replay_shares : polars.DataFrame or None
+        TRACE_REPLAY_JOBS, TRACE_REPLAY_PHASES, TRACE_REPLAY_SCHEDULERS, TRACE_REPLAY_SHARES
         (``iosets replay-trace -o PERJOB`` and the companions written beside it).
     tune : polars.DataFrame or None
         TUNE_RANKING (``iosets tune -o``).
@@ -111,7 +111,7 @@ class ReportInputs:
     site: pl.DataFrame | None = None
     replay_jobs: pl.DataFrame | None = None
     replay_phases: pl.DataFrame | None = None
-    replay_policies: pl.DataFrame | None = None
+    replay_schedulers: pl.DataFrame | None = None
     replay_shares: pl.DataFrame | None = None
     tune: pl.DataFrame | None = None
     requests: pl.DataFrame | None = None

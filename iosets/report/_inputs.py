@@ -17,10 +17,10 @@ from ..schemas import (
     RECOMMENDED_JOBS,
     REQUEST_CLASSES,
     REQUEST_RESULTS,
-    SITE_OPS,
+    SITE_REQUESTS,
     TRACE_REPLAY_JOBS,
     TRACE_REPLAY_PHASES,
-    TRACE_REPLAY_POLICIES,
+    TRACE_REPLAY_SCHEDULERS,
     TRACE_REPLAY_SHARES,
     TUNE_RANKING,
     TableSchema,
@@ -36,7 +36,7 @@ TableSource = str | os.PathLike | pl.DataFrame
 REPLAY_PARTS = (
     ("replay_jobs", "jobs", TRACE_REPLAY_JOBS),
     ("replay_phases", "phases", TRACE_REPLAY_PHASES),
-    ("replay_policies", "policies", TRACE_REPLAY_POLICIES),
+    ("replay_schedulers", "schedulers", TRACE_REPLAY_SCHEDULERS),
     ("replay_shares", "shares", TRACE_REPLAY_SHARES),
 )
 """A trace replay's tables: field of ReportInputs, key of a mapping (and name of the companion file), schema."""
@@ -70,9 +70,9 @@ def read_inputs(
         The site trace (``iosets ingest --site -o``).
     replay : path, polars.DataFrame or mapping, default=None
         The per-job table of a trace replay (``iosets replay-trace -o PERJOB``). From a path, the result is read
-        by :meth:`iosets.replay.PolicyComparison.read_tables` (its side tables when they exist). A mapping
-        (or an object with these attributes, such as the result of ``compare_policies``) gives the tables
-        ``jobs``, ``phases``, ``policies`` and ``shares``.
+        by :meth:`iosets.replay.SchedulerComparison.read_tables` (its side tables when they exist). A mapping
+        (or an object with these attributes, such as the result of ``compare_schedulers``) gives the tables
+        ``jobs``, ``phases``, ``schedulers`` and ``shares``.
     tune : path or polars.DataFrame, default=None
         The tuning ranking (``iosets tune -o``, read by :meth:`iosets.replay.Tuning.read_tables`).
     requests : path, polars.DataFrame or mapping, default=None
@@ -118,16 +118,16 @@ def read_inputs(
     if is_recommended and "jobs" in sources:
         sources["recommendation"] = sources["jobs"]
     from ..analyzer import SiteTrace
-    from ..replay import PolicyComparison, RequestReplay, RequestResults, Tuning
+    from ..replay import RequestReplay, RequestResults, SchedulerComparison, Tuning
 
     if isinstance(requests, RequestReplay):
         requests = requests.results
     return ReportInputs(
         jobs=jobs_frame,
         recommendation=rec_frame,
-        site=_table(_main_table(site, SiteTrace), "site", SITE_OPS, sources),
+        site=_table(_main_table(site, SiteTrace), "site", SITE_REQUESTS, sources),
         tune=_table(_main_table(tune, Tuning), "tune", TUNE_RANKING, sources),
-        **_group(replay, REPLAY_PARTS, PolicyComparison, sources),
+        **_group(replay, REPLAY_PARTS, SchedulerComparison, sources),
         **_group(requests, REQUEST_PARTS, RequestResults, sources),
         sources=sources,
     )

@@ -1,4 +1,4 @@
-"""The report's per-job table: each job's rhythm, set and explanation, and its stretch under each replayed policy."""
+"""The report's per-job table: each job's rhythm, set and explanation, and its stretch under each replayed scheduler."""
 
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ STRETCH_FORMAT = "{:.3f}"
 
 
 def jobs_table_section(inputs: ReportInputs) -> Section:
-    """One row per job, sortable and filterable: rhythm, set, priority, bytes, explanation, stretch per policy.
+    """One row per job, sortable and filterable: rhythm, set, priority, bytes, explanation, stretch per scheduler.
 
     Parameters
     ----------
     inputs : ReportInputs
-        The jobs table; the recommendation adds ``set`` and ``priority``, a trace replay one ``stretch_<policy>``
-        column per policy (runtime under the policy / runtime alone).
+        The jobs table; the recommendation adds ``set`` and ``priority``, a trace replay one ``stretch_<scheduler>``
+        column per scheduler (runtime under the scheduler / runtime alone).
 
     Returns
     -------
@@ -61,14 +61,14 @@ def jobs_table_section(inputs: ReportInputs) -> Section:
         frame = frame.join(rec, on="job_id", how="left").select(
             "job_id", "user", "app", "set", "priority", pl.exclude("job_id", "user", "app", "set", "priority")
         )
-    policies: list[str] = []
+    schedulers: list[str] = []
     if inputs.replay_jobs is not None:
-        policies = inputs.replay_jobs["policy"].unique(maintain_order=True).to_list()
-        stretch = inputs.replay_jobs.pivot(on="policy", index="job_id", values="stretch", aggregate_function="first")
-        stretch = stretch.rename({policy: f"stretch_{policy}" for policy in policies})
+        schedulers = inputs.replay_jobs["scheduler"].unique(maintain_order=True).to_list()
+        stretch = inputs.replay_jobs.pivot(on="scheduler", index="job_id", values="stretch", aggregate_function="first")
+        stretch = stretch.rename({scheduler: f"stretch_{scheduler}" for scheduler in schedulers})
         frame = frame.join(stretch, on="job_id", how="left")
     shown = frame.sort(["bytes", "job_id"], descending=[True, False], nulls_last=True).head(MAX_ROWS)
-    formats = FORMATS | {f"stretch_{policy}": STRETCH_FORMAT for policy in policies}
+    formats = FORMATS | {f"stretch_{scheduler}": STRETCH_FORMAT for scheduler in schedulers}
     table = Table(
         id="jobs-table",
         title="Every job",
@@ -77,7 +77,7 @@ def jobs_table_section(inputs: ReportInputs) -> Section:
         note=_note(shown.height, jobs.height),
         interactive=True,
     )
-    return Section(id="jobs", title="Jobs", reading=_reading(inputs, policies), tables=(table,))
+    return Section(id="jobs", title="Jobs", reading=_reading(inputs, schedulers), tables=(table,))
 
 
 def _bytes() -> pl.Expr:
@@ -96,7 +96,7 @@ def _note(shown: int, total: int) -> str:
     )
 
 
-def _reading(inputs: ReportInputs, policies: list[str]) -> str:
+def _reading(inputs: ReportInputs, schedulers: list[str]) -> str:
     """The section's paragraph: what each column means and what the inputs add."""
     parts = [
         "One row per job, largest byte count first. Click a column's name to sort by it and type in the box to "
@@ -108,11 +108,11 @@ def _reading(inputs: ReportInputs, policies: list[str]) -> str:
         parts.append("set and priority are the recommendation's (a smaller set has a higher priority).")
     else:
         parts.append("Pass a recommendation (`--rec rec.parquet`) to add each job's set and priority.")
-    if policies:
+    if schedulers:
         parts.append(
-            "stretch_<policy> is the job's runtime under that policy over its runtime alone in the trace replay "
-            f"({', '.join(policies)}); 1 means the job never waited."
+            "stretch_<scheduler> is the job's runtime under that scheduler over its runtime alone in the trace replay "
+            f"({', '.join(schedulers)}); 1 means the job never waited."
         )
     else:
-        parts.append("Pass a trace replay (`--replay perjob.parquet`) to add each job's stretch under each policy.")
+        parts.append("Pass a trace replay (`--replay perjob.parquet`) to add each job's stretch under each scheduler.")
     return " ".join(parts)

@@ -34,7 +34,7 @@ TOP_APPS = 15
 """Apps shown in each of the top-apps plots."""
 
 PLAFRIM_SETS = {0: 321, 1: 1866, 2: 1369, 3: 435, 4: 88, 5: 9}
-"""Jobs per SET-10 set in one year of PlaFRIM traces (seed 004, section VIII: 4088 jobs)."""
+"""Jobs per SET-10 set in one year of PlaFRIM traces (IO-SETS paper, section VIII: 4088 jobs)."""
 
 _NO_SET = -(2**62)
 """Group of the jobs without a set on the binned plot (a set number no mapping gives)."""

@@ -47,7 +47,7 @@ INPUT_LABELS = {
     "site": "site trace",
     "replay_jobs": "per-job trace replay",
     "replay_phases": "trace replay phases",
-    "replay_policies": "trace replay metrics",
+    "replay_schedulers": "trace replay metrics",
     "replay_shares": "trace replay set shares",
     "tune": "tuning ranking",
     "requests": "request results",

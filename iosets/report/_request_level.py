@@ -13,10 +13,10 @@ from ._plots import ECDF_POINTS, ecdf_trace, escape_text, figure_layout, json_va
 SECTION_ID = "requests"
 TITLE = "Request level"
 
-REQUESTS_COMMAND = "iosets replay-requests OPS --scheduler rbfq ... -o result.parquet"
+REQUESTS_COMMAND = "iosets replay-requests REQUESTS --scheduler rbfq ... -o result.parquet"
 
 SHARE_WINDOW = 300
-"""Requests per sliding window (seed 000, section 3: windows of 300 consecutive dispatched requests)."""
+"""Requests per sliding window (AGIOS WFQ report, section 3: windows of 300 consecutive dispatched requests)."""
 
 WINDOW_POINTS = 400
 """Most windows drawn per scheduler (evenly spaced among all of them)."""
@@ -117,7 +117,8 @@ def request_level_section(inputs: ReportInputs) -> Section:
         f"A request replay under {', '.join(schedulers)}: {results.height} requests in "
         f"{results['class'].n_unique()} classes. The first plot{'s' if len(schedulers) > 1 else ''} follow"
         f"{'' if len(schedulers) > 1 else 's'} each class's share of the bytes over windows of {SHARE_WINDOW} "
-        "consecutive dispatched requests (seed 000's test): a well-shared device keeps each class near its weight "
+        "consecutive dispatched requests (the AGIOS WFQ report's test): a well-shared device keeps each class near its "
+        "weight "
         "while it is backlogged, and gives its share to the others once it is done. The latency CDFs show, per "
         "class, the fraction of requests completed within a given time after their arrival."
     )

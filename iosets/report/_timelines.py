@@ -17,13 +17,13 @@ from ._plots import (
     json_values,
     number_axis,
 )
-from ._policy import INGEST_COMMAND, REPLAY_COMMAND, policy_order, set_label
+from ._scheduler import INGEST_COMMAND, REPLAY_COMMAND, scheduler_order, set_label
 
 SECTION_ID = "timelines"
 TITLE = "Timelines"
 
 TIMELINE_POLICY = "iosets-wfq"
-"""The policy whose replay is drawn, when the replay holds it (else the first policy given)."""
+"""The scheduler whose replay is drawn, when the replay holds it (else the first scheduler given)."""
 
 GANTT_JOBS = 40
 """Most jobs (rows) in the Gantt."""
@@ -37,7 +37,7 @@ WINDOW_BINS = 40
 _COMPUTE_COLOUR = "#9e9e9e"
 
 RECORDED = "recorded"
-"""The policy name of the site trace's own phases, drawn when no replay is given."""
+"""The scheduler name of the site trace's own phases, drawn when no replay is given."""
 
 
 def spread_bytes(
@@ -121,7 +121,7 @@ def share_over_time(phases: pl.DataFrame, *, bins: int = SHARE_BINS) -> tuple[np
 
 
 def recorded_phases(site: pl.DataFrame, recommendation: pl.DataFrame | None) -> pl.DataFrame:
-    """The site trace's phases as recorded, shaped as a replay's (policy ``recorded``; ready = start: no wait).
+    """The site trace's phases as recorded, shaped as a replay's (scheduler ``recorded``; ready = start: no wait).
 
     Examples
     --------
@@ -138,7 +138,7 @@ def recorded_phases(site: pl.DataFrame, recommendation: pl.DataFrame | None) -> 
         .agg(pl.col("size").sum().alias("bytes"), pl.col("start").min(), pl.col("end").max())
         .join(sets, on="job_id", how="left")
         .sort("job_id", "phase")
-        .with_columns(policy=pl.lit(RECORDED), ready=pl.col("start"))
+        .with_columns(scheduler=pl.lit(RECORDED), ready=pl.col("start"))
     )
 
 
@@ -168,7 +168,7 @@ def timelines_section(inputs: ReportInputs) -> Section:
     ----------
     inputs : ReportInputs
         Reads ``replay_phases`` (TRACE_REPLAY_PHASES), the replay of iosets-wfq when it holds one,
-        else of the first policy given; without a replay, the site trace's phases as recorded.
+        else of the first scheduler given; without a replay, the site trace's phases as recorded.
 
     Returns
     -------
@@ -196,17 +196,17 @@ def timelines_section(inputs: ReportInputs) -> Section:
                 "the phases are written beside the per-job table (perjob.phases.parquet)."
             ),
         )
-    replayed = set(phases["policy"].unique().to_list())
-    order = [RECORDED] if recorded else [name for name in policy_order(inputs) if name in replayed]
-    policy = TIMELINE_POLICY if TIMELINE_POLICY in order else order[0]
-    mine = phases.filter(pl.col("policy") == policy)
+    replayed = set(phases["scheduler"].unique().to_list())
+    order = [RECORDED] if recorded else [name for name in scheduler_order(inputs) if name in replayed]
+    scheduler = TIMELINE_POLICY if TIMELINE_POLICY in order else order[0]
+    mine = phases.filter(pl.col("scheduler") == scheduler)
     edges, sets, moved = share_over_time(mine)
     n_replayed = mine["job_id"].n_unique()
     whole = n_replayed <= GANTT_JOBS
     begin, end = (float(edges[0]), float(edges[-1])) if whole else busiest_window(mine, edges)
     shown, n_jobs = _slice(mine, begin, end)
-    gantt = _gantt_figure(shown, policy, (begin, end), n_jobs, whole=whole)
-    shares = _share_figure(edges, sets, moved, policy)
+    gantt = _gantt_figure(shown, scheduler, (begin, end), n_jobs, whole=whole)
+    shares = _share_figure(edges, sets, moved, scheduler)
     totals = (
         mine.group_by("set")
         .agg(pl.col("bytes").sum())
@@ -215,14 +215,14 @@ def timelines_section(inputs: ReportInputs) -> Section:
     )
     total_table = Table(
         "timelines-sets",
-        f"Bytes per set over the replay ({policy})",
+        f"Bytes per set over the replay ({scheduler})",
         totals,
         formats={"bytes": "{:.6g}", "share": "{:.2%}"},
         note="What the share plot spreads over time: each set's bytes and share of all bytes.",
     )
     phase_table = Table(
         "timelines-phases",
-        f"The phases drawn in the Gantt ({policy})",
+        f"The phases drawn in the Gantt ({scheduler})",
         shown.select(
             "job_id",
             "phase",
@@ -236,7 +236,7 @@ def timelines_section(inputs: ReportInputs) -> Section:
         formats={"ready": "{:.6f}", "start": "{:.6f}", "end": "{:.6f}", "wait": "{:.6g}"},
         interactive=True,
     )
-    reading = _reading(mine, policy, order, (begin, end), (n_replayed, n_jobs), shown, whole=whole)
+    reading = _reading(mine, scheduler, order, (begin, end), (n_replayed, n_jobs), shown, whole=whole)
     return Section(SECTION_ID, TITLE, reading=reading, figures=(gantt, shares), tables=(total_table, phase_table))
 
 
@@ -257,7 +257,9 @@ def _slice(phases: pl.DataFrame, begin: float, end: float) -> tuple[pl.DataFrame
     return shown.drop("first"), counts.height
 
 
-def _gantt_figure(shown: pl.DataFrame, policy: str, window: tuple[float, float], n_jobs: int, *, whole: bool) -> Figure:
+def _gantt_figure(
+    shown: pl.DataFrame, scheduler: str, window: tuple[float, float], n_jobs: int, *, whole: bool
+) -> Figure:
     """Jobs as rows: I/O phases coloured by set, waits as light hatched bars, compute gaps as thin grey bars."""
     shown = shown.with_columns(label=escape_text(pl.col("job_id")))
     data: list[dict[str, Any]] = []
@@ -294,7 +296,7 @@ def _gantt_figure(shown: pl.DataFrame, policy: str, window: tuple[float, float],
             note = note.split(";")[0] + f"; all {n_jobs} jobs active in it."
     return Figure(
         "timelines-gantt",
-        "Compute and I/O phases " + ("as recorded" if policy == RECORDED else f"under {policy}"),
+        "Compute and I/O phases " + ("as recorded" if scheduler == RECORDED else f"under {scheduler}"),
         data,
         layout,
         note=note,
@@ -340,7 +342,7 @@ def _bars(
     }
 
 
-def _share_figure(edges: np.ndarray, sets: list[int | None], moved: np.ndarray, policy: str) -> Figure:
+def _share_figure(edges: np.ndarray, sets: list[int | None], moved: np.ndarray, scheduler: str) -> Figure:
     """Each set's share of the bytes moved per bin, stacked; hover gives the bytes."""
     scale, axis = time_axis(float(edges[0]))
     centres = (edges[:-1] + edges[1:]) / 2 * scale
@@ -366,12 +368,12 @@ def _share_figure(edges: np.ndarray, sets: list[int | None], moved: np.ndarray, 
     layout = figure_layout(xaxis=axis, yaxis={**number_axis("share of the bytes moved"), "range": [0, 1]})
     note = f"{edges.size - 1} bins of {format_seconds(float(edges[1] - edges[0]))}; each phase's bytes spread evenly"
     note += " over its [start, end]. Gaps: no byte moved in the bin."
-    return Figure("timelines-shares", f"Bandwidth share per set over time ({policy})", data, layout, note=note)
+    return Figure("timelines-shares", f"Bandwidth share per set over time ({scheduler})", data, layout, note=note)
 
 
 def _reading(
     phases: pl.DataFrame,
-    policy: str,
+    scheduler: str,
     order: list[str],
     window: tuple[float, float],
     counts: tuple[int, int],
@@ -382,16 +384,16 @@ def _reading(
     """What the plots show, with the replay's counts; ``counts``: jobs replayed, jobs active in the slice."""
     waited = phases.filter(pl.col("start") > pl.col("ready"))
     wait = float(waited.select((pl.col("start") - pl.col("ready")).sum()).item())
-    others = [name for name in order if name != policy]
+    others = [name for name in order if name != scheduler]
     also = f" (also replayed: {', '.join(others)})" if others else ""
-    if policy == RECORDED:
+    if scheduler == RECORDED:
         text = (
             f"The site's trace as recorded: {counts[0]} jobs, {phases.height} I/O phases (no replay given: "
-            f"`{REPLAY_COMMAND}` shows what each policy would change, waits included). "
+            f"`{REPLAY_COMMAND}` shows what each scheduler would change, waits included). "
         )
     else:
         text = (
-            f"The trace replay under {policy}{also}: "
+            f"The trace replay under {scheduler}{also}: "
             f"{counts[0]} jobs, {phases.height} I/O phases, {waited.height} of which waited for their"
             f" turn ({format_seconds(wait)} of waiting in all). "
         )

@@ -1,4 +1,4 @@
-"""Block-trace ingesters: blkparse, MSR Cambridge, SPC/UMass and ops tables into the ops table."""
+"""Block-trace ingesters: blkparse, MSR Cambridge, SPC/UMass and requests tables into the requests table."""
 
 from importlib import resources
 

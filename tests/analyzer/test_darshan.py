@@ -67,7 +67,7 @@ def test_source_and_counters(path, jobs):
     report = darshan.DarshanReport(path, read_all=True)
     has_dxt = any(m in report.modules for m in ("DXT_POSIX", "DXT_MPIIO"))
     assert job.source == ("dxt" if has_dxt else "heatmap" if "HEATMAP" in report.modules else "counters")
-    assert (job.ops is not None) == has_dxt
+    assert (job.requests is not None) == has_dxt
     assert job.heatmap is None or job.source == "heatmap"
     assert job.partial_dxt is False  # no shipped log is partial
     present = [m for m in COUNTER_MODULES if m in report.modules]
@@ -104,7 +104,7 @@ DXT_LOGS = [p for p in LOGS if "dxt" in os.path.basename(p) or "ior_hdf5" in p]
 
 @pytest.mark.parametrize("path", DXT_LOGS, ids=_id)
 def test_dxt_bytes_match_posix_counters(path, jobs):
-    ops = jobs[path].ops
+    ops = jobs[path].requests
     assert ops is not None and ops.height > 0
     assert ops.schema == pl.Schema(
         {"job_id": pl.String, "rank": pl.Int64, "op": pl.String, "offset": pl.Int64, "size": pl.Int64}
@@ -126,7 +126,7 @@ def test_dxt_bytes_match_posix_counters(path, jobs):
 
 
 def test_dxt_ops_equal_pydarshan_to_df(jobs):
-    ops = jobs[DXT_LOG].ops
+    ops = jobs[DXT_LOG].requests
     report = darshan.DarshanReport(DXT_LOG, read_all=True)
     rows = []
     for rec in report.records["DXT_POSIX"].to_df():
@@ -156,7 +156,7 @@ def test_dxt_mpiio_used_only_without_posix(jobs):
     job = jobs[os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan")]
     report = darshan.DarshanReport(os.path.join(DIR, "tests", "input", "sample-dxt-simple.darshan"), read_all=True)
     n_posix = sum(r["write_count"] + r["read_count"] for r in report.records["DXT_POSIX"].to_df())
-    assert job.ops.height == n_posix
+    assert job.requests.height == n_posix
 
 
 def test_empty_exe_gives_empty_app(jobs):

@@ -436,7 +436,7 @@ def test_both_dxt_modules_are_read(tmp_path):
         (0, "write", 0, 200, 0.75, 2.75, "/scratch/f1"),
         (0, "read", 0, 50, 2.875, 3.5, "/scratch/f1"),
     ]
-    assert job.ops is job.dxt["DXT_POSIX"]
+    assert job.requests is job.dxt["DXT_POSIX"]
     assert job.source == "dxt" and job.partial_dxt is False
 
 
@@ -449,7 +449,7 @@ def test_mpiio_trace_is_the_ops_without_posix_segments(tmp_path):
     records = {"DXT_POSIX": [dxt_record(1, 0)], "DXT_MPIIO": [dxt_record(1, 2, writes=[(0, 8, 1.0, 2.0)])]}
     job = read_darshan(_log(tmp_path, records))
     assert set(job.dxt) == {"DXT_MPIIO"}
-    assert job.ops.rows() == [("77", 2, "write", 0, 8, 1.0, 2.0, "/scratch/f1")]
+    assert job.requests.rows() == [("77", 2, "write", 0, 8, 1.0, 2.0, "/scratch/f1")]
 
 
 # ----------------------------------------------------------------------------- 8: app and step

@@ -171,7 +171,7 @@ def test_pydarshan_reads_written_dxt_and_partial_flag(tmp_path, partial):
 
 def test_heatmap_only_log_reads_summed_posix_bins(heatmap_log):
     job = read_darshan(heatmap_log)
-    assert job.source == "heatmap" and job.ops is None and job.partial_dxt is False
+    assert job.source == "heatmap" and job.requests is None and job.partial_dxt is False
     width, read, write = job.heatmap
     assert width == WIDTH
     np.testing.assert_array_equal(write, _posix_sums()[0])  # max(MPIIO, POSIX): POSIX, never their sum
@@ -225,8 +225,8 @@ def test_partial_dxt_without_heatmap_keeps_the_trace(tmp_path):
     path = _dxt_log(tmp_path, "partial.darshan", partial=True, heatmap=False)
     job = read_darshan(path)
     assert job.partial_dxt is True and job.source == "dxt" and job.heatmap is None
-    assert _ops_rows(job.ops) == _expected_ops()
-    assert (job.ops["job_id"] == str(JOB["jobid"])).all()
+    assert _ops_rows(job.requests) == _expected_ops()
+    assert (job.requests["job_id"] == str(JOB["jobid"])).all()
     row = analyze_log(path)
     assert row["source"] == "dxt"
     assert row["w_iter"] == pytest.approx(DXT_PERIOD, rel=0.02)
@@ -237,7 +237,7 @@ def test_partial_dxt_yields_to_heatmap(tmp_path):
     path = _dxt_log(tmp_path, "partial_hm.darshan", partial=True, heatmap=True)
     job = read_darshan(path)
     assert job.partial_dxt is True and job.source == "heatmap"
-    assert _ops_rows(job.ops) == _expected_ops()  # the trace is still returned
+    assert _ops_rows(job.requests) == _expected_ops()  # the trace is still returned
     np.testing.assert_array_equal(job.heatmap[2], _posix_sums()[0])
     row = analyze_log(path)
     assert row["source"] == "heatmap"
@@ -249,7 +249,7 @@ def test_complete_dxt_is_preferred_to_heatmap(tmp_path):
     path = _dxt_log(tmp_path, "full.darshan", partial=False, heatmap=True)
     job = read_darshan(path)
     assert job.partial_dxt is False and job.source == "dxt" and job.heatmap is None
-    assert _ops_rows(job.ops) == _expected_ops()
+    assert _ops_rows(job.requests) == _expected_ops()
 
 
 def test_partial_dxt_mpiio_used_when_posix_trace_is_empty(tmp_path):
@@ -262,7 +262,7 @@ def test_partial_dxt_mpiio_used_when_posix_trace_is_empty(tmp_path):
     assert report.modules["DXT_MPIIO"]["partial_flag"] and not report.modules["DXT_POSIX"]["partial_flag"]
     job = read_darshan(path)
     assert job.partial_dxt is True and job.source == "dxt"
-    assert _ops_rows(job.ops) == _expected_ops()
+    assert _ops_rows(job.requests) == _expected_ops()
 
 
 # ----------------------------------------------------------------------------- counters only
@@ -316,7 +316,7 @@ SLOWEST_RANK_TIME = 4.5 + 32.0 / 4  # rank 0: its own 4.5 s read and a quarter o
 
 def test_counters_only_log_totals(counters_log):
     job = read_darshan(counters_log)
-    assert job.source == "counters" and job.ops is None and job.heatmap is None
+    assert job.source == "counters" and job.requests is None and job.heatmap is None
     cs = [c for _, _, c, _ in POSIX_RECS]
     fs = [f for _, _, _, f in POSIX_RECS]
     times = sum(f.get(f"POSIX_F_{k}_TIME", 0.0) for f in fs for k in ("READ", "WRITE", "META"))

@@ -33,7 +33,7 @@ def test_darshan_logs_are_sniffed_by_suffix_or_magic_number(tmp_path):
     renamed = tmp_path / "job1234.log"
     shutil.copy(EXAMPLES / "dxt.darshan", renamed)
     assert sniff_format(renamed) == "darshan"
-    assert ingest(renamed).equals(read_darshan(EXAMPLES / "dxt.darshan").ops)
+    assert ingest(renamed).equals(read_darshan(EXAMPLES / "dxt.darshan").requests)
 
 
 def test_ops_tables_are_sniffed_by_suffix_or_header(tmp_path):

@@ -101,7 +101,7 @@ def test_a_crash_in_a_single_read_is_an_input_error_and_the_caller_goes_on(tmp_p
     with pytest.raises(InputError) as error:
         ingest(bad)  # what `iosets ingest` calls
     assert seen_crash(str(error.value)) == reason
-    assert read_darshan(EXAMPLES / "dxt.darshan").ops.height == 7623  # a new worker took over
+    assert read_darshan(EXAMPLES / "dxt.darshan").requests.height == 7623  # a new worker took over
 
 
 def test_a_single_read_that_overruns_is_an_input_error():
@@ -135,7 +135,7 @@ def test_a_worker_retires_after_darshan_util_failed_in_it(tmp_path):
 
 def test_isolated_false_reads_in_this_process():
     job = read_darshan(EXAMPLES / "dxt.darshan", isolated=False)
-    assert job.ops.height == 7623 and job.meta["job_id"] == "1537455"
+    assert job.requests.height == 7623 and job.meta["job_id"] == "1537455"
 
 
 @pytest.fixture(scope="module")

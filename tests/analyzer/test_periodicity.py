@@ -7,9 +7,9 @@ import polars as pl
 import pytest
 
 from iosets.analyzer import Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
-from iosets.datasets import make_periodic_ops
+from iosets.datasets import make_periodic_requests
 from iosets.errors import InputError
-from iosets.schemas import OPS
+from iosets.schemas import REQUESTS
 
 DUTIES = (0.01, 0.02, 0.05, 0.10, 0.25, 0.50)
 RANKS = (1, 4, 16, 128)
@@ -38,7 +38,7 @@ def periodic_results():
     """Detection results on 90 jittered (+-30 % spacing and length) periodic traces, with the truth."""
     results = []
     for w, duty, ranks, n, seed in _cases(90, 7):
-        ops, truth = make_periodic_ops(w, duty, ranks, n_phases=n, random_state=seed)
+        ops, truth = make_periodic_requests(w, duty, ranks, n_phases=n, random_state=seed)
         results.append((duty, periodicity(ops), truth))
     return results
 
@@ -83,7 +83,7 @@ def test_poisson_bursts_are_not_periodic():
     flags = []
     for w, duty, ranks, n, seed in _cases(60, 11):
         duty = min(duty, 0.25)  # exponential spacing: long bursts would merge into one
-        ops, _ = make_periodic_ops(w, duty, ranks, n_phases=n, poisson=True, random_state=seed)
+        ops, _ = make_periodic_requests(w, duty, ranks, n_phases=n, poisson=True, random_state=seed)
         p = periodicity(ops)
         flags.append(p.periodic)
         assert 0.0 <= p.confidence <= 1.0
@@ -137,7 +137,7 @@ def test_null_end_is_treated_as_start():
 
 
 def test_explicit_bin_width_gives_same_result():
-    ops, truth = make_periodic_ops(20.0, 0.05, 4, n_phases=15, random_state=3)
+    ops, truth = make_periodic_requests(20.0, 0.05, 4, n_phases=15, random_state=3)
     p = periodicity(ops, bin_width=0.05)
     assert p.periodic
     assert p.w_iter == pytest.approx(truth["w_iter"], rel=1e-9)
@@ -182,20 +182,20 @@ def test_signal_noise_is_not_periodic():
 
 
 def test_empty_ops_raises():
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     with pytest.raises(InputError, match="empty"):
         periodicity(ops.head(0))
 
 
 def test_negative_size_raises():
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 3).then(-5).otherwise(pl.col("size")).alias("size"))
     with pytest.raises(InputError, match=r"^ops row 3: size: expected bytes >= 0, got -5$"):
         periodicity(ops)
 
 
 def test_end_before_start_raises():
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     ops = ops.with_columns(pl.when(pl.int_range(pl.len()) == 2).then(-1.0).otherwise(pl.col("end")).alias("end"))
     with pytest.raises(InputError, match=r"^ops row 2: end: expected a date >= start, got -1.0$"):
         periodicity(ops)
@@ -220,12 +220,12 @@ def _set(ops: pl.DataFrame, column: str, row: int, value) -> pl.DataFrame:
     ],
 )
 def test_value_errors_are_the_schemas(edits):
-    """periodicity's quick checks apply the ops schema's rules and word them as OPS.validate does."""
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    """periodicity's quick checks apply the ops schema's rules and word them as REQUESTS.validate does."""
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     for column, row, value in edits:
         ops = _set(ops, column, row, value)
     with pytest.raises(InputError) as expected:
-        OPS.validate(ops)
+        REQUESTS.validate(ops)
     with pytest.raises(InputError) as found:
         periodicity(ops)
     assert str(found.value) == str(expected.value)
@@ -233,14 +233,14 @@ def test_value_errors_are_the_schemas(edits):
 
 
 def test_zero_byte_requests_are_valid():
-    ops, truth = make_periodic_ops(20.0, 0.05, 2, n_phases=10, random_state=6)
+    ops, truth = make_periodic_requests(20.0, 0.05, 2, n_phases=10, random_state=6)
     flushes = ops.head(3).with_columns(pl.lit(0, pl.Int64).alias("size"), pl.col("start").alias("end"))
     p = periodicity(pl.concat([ops, flushes]))
     assert p.periodic and p.w_iter == pytest.approx(truth["w_iter"], rel=0.01)
 
 
 def test_missing_column_raises():
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     with pytest.raises(InputError, match=r"ops: missing column\(s\) size; expected size and start"):
         periodicity(ops.drop("size"))
 
@@ -255,7 +255,7 @@ def test_missing_column_raises():
     ],
 )
 def test_bad_parameters_raise(kwargs, message):
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     with pytest.raises(InputError, match=message):
         periodicity(ops, **kwargs)
 
@@ -281,7 +281,7 @@ def test_strict_period_with_background_requests_found_by_dft():
     found, errors = [], []
     for i in range(20):
         w = float(np.exp(rng.uniform(math.log(2.0), math.log(1000.0))))
-        ops, truth = make_periodic_ops(
+        ops, truth = make_periodic_requests(
             w, DUTIES[i % 5], 4, n_phases=int(rng.integers(8, 31)), jitter=0.0, random_state=i
         )
         st = rng.uniform(0.0, ops["end"].max(), 3 * truth["n_phases"])
@@ -306,7 +306,7 @@ def test_strict_period_with_background_requests_found_by_dft():
 
 
 def test_several_jobs_raise():
-    ops, _ = make_periodic_ops(10.0, 0.1, 1, n_phases=5, random_state=0)
+    ops, _ = make_periodic_requests(10.0, 0.1, 1, n_phases=5, random_state=0)
     other = ops.with_columns(pl.lit("job1").alias("job_id"))
     with pytest.raises(InputError, match="2 jobs .*expected the requests of one job"):
         periodicity(pl.concat([ops, other]))
@@ -325,7 +325,7 @@ def test_bytes_are_spread_over_the_bins_a_request_covers():
 
 
 def test_signal_starts_at_the_first_request_and_matches_periodicity():
-    ops, truth = make_periodic_ops(30.0, 0.05, 4, n_phases=12, random_state=4)
+    ops, truth = make_periodic_requests(30.0, 0.05, 4, n_phases=12, random_state=4)
     bw, width = bandwidth_signal(ops)
     assert bw.sum() * width == pytest.approx(ops["size"].sum(), rel=1e-9)
     assert bw[0] > 0 and 2**12 <= len(bw) <= 2**20
@@ -342,7 +342,7 @@ def test_signal_of_an_instant_raises():
 
 
 def test_row_order_and_column_types_do_not_matter():
-    ops, truth = make_periodic_ops(30.0, 0.05, 4, n_phases=12, random_state=4)
+    ops, truth = make_periodic_requests(30.0, 0.05, 4, n_phases=12, random_state=4)
     p = periodicity(ops)
     shuffled = ops.sample(fraction=1.0, shuffle=True, seed=1)
     assert periodicity(shuffled) == p

@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.analyzer import analyze, analyze_ops, expand_paths, read_blocktrace
+from iosets.analyzer import analyze, analyze_requests, expand_paths, read_blocktrace
 from iosets.errors import InputError
 from iosets.schemas import JOBS
 
@@ -91,7 +91,7 @@ def test_block_traces_give_one_row_per_job(tmp_path):
     ):
         result = analyze([blk, msr, LOGS[0]], workers=1)  # a blkparse .txt is a trace, not a manifest
         expected = pl.concat(
-            [analyze_ops(read_blocktrace(p)).with_columns(pl.lit(str(p)).alias("path")) for p in (blk, msr)]
+            [analyze_requests(read_blocktrace(p)).with_columns(pl.lit(str(p)).alias("path")) for p in (blk, msr)]
         )
     assert result.errors.height == 0
     per_path = {
@@ -123,7 +123,7 @@ def test_manifest_and_missing_files(tmp_path, log_dir):
 
 def test_analyze_ops_finds_a_periodic_writer(writer_ops_of):
     ops = writer_ops_of(np.arange(40) * 50.0)  # a 1 s burst every 50 s
-    jobs = analyze_ops(ops)
+    jobs = analyze_requests(ops)
     row = jobs.row(0, named=True)
     assert row["w_iter"] == pytest.approx(50.0, rel=0.01)
     assert row["n_phases"] == 40

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
-from iosets.analyzer import analyze, ingest, read_blocktrace, read_darshan, read_ops, write_ops
+from iosets.analyzer import analyze, ingest, read_blocktrace, read_darshan, read_requests, write_requests
 from iosets.analyzer._ingest._text import MAX_SECTOR
 from iosets.datasets import load_sample_traces
 from iosets.errors import InputError
@@ -25,23 +25,23 @@ def _message(read, path) -> str:
     return str(error.value)
 
 
-# ----------------------------------------------------------------------------- ops tables
+# ----------------------------------------------------------------------------- requests tables
 
 
 def test_an_ops_csv_that_is_not_utf8_names_the_line(tmp_path):
     path = tmp_path / "ops.csv"
     path.write_bytes(OPS_HEADER.encode() + b"a,0,read,0,10,0.5,0.7\n\xff\xfe,0,read,0,10,0.7,0.9\n")
     expected = f"{path} line 3: not UTF-8 text (byte 0xff)"
-    assert _message(read_ops, path) == _message(ingest, path) == expected
+    assert _message(read_requests, path) == _message(ingest, path) == expected
     assert analyze([path], workers=1).errors.rows() == [(str(path), expected)]
 
 
 def test_an_ops_csv_with_a_ragged_line_or_an_open_quote_names_the_line(tmp_path):
     path = tmp_path / "ops.csv"
     path.write_text(OPS_HEADER + "a,0,read,0,10,0.5,0.7\na,0,read,0,10,0.5,0.7,9\n")
-    assert _message(read_ops, path) == f"{path} line 3: expected 7 comma-separated fields (as the header), got 8"
+    assert _message(read_requests, path) == f"{path} line 3: expected 7 comma-separated fields (as the header), got 8"
     path.write_text(OPS_HEADER + 'a,0,read,0,10,0.5,0.7\n"a,0,read,0,10,0.5,0.7\n')
-    assert _message(read_ops, path) == f"{path} line 3: unexpected end of data"
+    assert _message(read_requests, path) == f"{path} line 3: unexpected end of data"
 
 
 BAD_VALUES = [
@@ -63,10 +63,10 @@ def test_every_reader_of_ops_tables_rejects_a_bad_value_by_line_or_row(tmp_path,
         {"job_id": ["a", "b"], "rank": [0, 0], "op": ["read"] * 2, "offset": [0, 0], "size": [5, 5]}
         | {"start": [0.5, 0.5], "end": [0.7, 0.7]}
     ).with_columns(pl.when(pl.int_range(pl.len()) == 1).then(pl.lit(value)).otherwise(pl.col(column)).alias(column))
-    path = write_ops(frame, tmp_path / f"ops{suffix}")
+    path = write_requests(frame, tmp_path / f"ops{suffix}")
     where = "row 1" if suffix == ".parquet" else "line 3"
     expected = f"{path} {where}: {message}"
-    for read in (read_ops, ingest, read_blocktrace):
+    for read in (read_requests, ingest, read_blocktrace):
         assert _message(read, path) == expected
     assert analyze([path], workers=1).errors["reason"].to_list() == [expected]
 
@@ -75,7 +75,7 @@ def test_a_file_name_with_brackets_is_a_name_not_a_pattern(tmp_path):
     ops = tmp_path / "x[ab]y.csv"
     ops.write_text(OPS_HEADER + "a,0,read,0,10,0.5,0.7\n")
     (tmp_path / "xay.csv").write_text(OPS_HEADER + "decoy,0,read,0,10,0.5,0.7\ndecoy,0,read,0,10,0.5,0.7\n")
-    assert read_ops(ops)["job_id"].to_list() == ["a"]
+    assert read_requests(ops)["job_id"].to_list() == ["a"]
     trace = tmp_path / "m[1].csv"
     trace.write_bytes(load_sample_traces().paths["msr"].read_bytes())
     (tmp_path / "m1.csv").write_text("128166372003061629,decoy,1,Read,0,512,10\n")
@@ -156,8 +156,8 @@ def test_an_msr_response_time_at_the_int64_limit_does_not_wrap(tmp_path):
 def test_an_ingested_block_trace_written_and_read_back_replays(tmp_path, fmt, suffix):
     samples = load_sample_traces()
     ops = ingest(samples.paths[fmt])
-    assert ops.equals(samples.ops[fmt]) and ops["file"].null_count() == ops.height  # block traces name no file
-    back = read_ops(write_ops(ops, tmp_path / f"{fmt}{suffix}"))
+    assert ops.equals(samples.requests[fmt]) and ops["file"].null_count() == ops.height  # block traces name no file
+    back = read_requests(write_requests(ops, tmp_path / f"{fmt}{suffix}"))
     assert back.equals(ops)
     replay = replay_requests(back)
     assert replay.requests().height == ops.height

@@ -1,4 +1,4 @@
-"""Any input to a block-trace or ops reader is either a valid ops table or an InputError naming the file (and line).
+"""Any input to a block-trace or requests reader is a valid requests table or an InputError naming the file (and line).
 
 Property-based (Hypothesis): random text lines shaped like each format, random bytes, random CSV
 and Parquet tables of mixed types. A bounded, derandomized number of examples keeps this fast.
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from iosets.analyzer import read_blocktrace, read_ops
+from iosets.analyzer import read_blocktrace, read_requests
 from iosets.errors import InputError
-from iosets.schemas import OPS
+from iosets.schemas import REQUESTS
 
 SETTINGS = settings(
     max_examples=60,
@@ -23,7 +23,7 @@ SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-OPS_NAMES = OPS.names[:7]  # job_id rank op offset size start end
+OPS_NAMES = REQUESTS.names[:7]  # job_id rank op offset size start end
 
 # Values of every kind a field may hold: integers of any size and sign, floats, words, blanks.
 INTEGERS = st.integers(min_value=-(2**70), max_value=2**70).map(str)
@@ -35,7 +35,7 @@ FIELD = st.one_of(SMALL, INTEGERS, FLOATS, WORDS, TEXT)
 
 
 def _check(read, path) -> None:
-    """The property: a valid ops table, or one line of InputError that names the file (and line or row)."""
+    """The property: a valid requests table, or one line of InputError that names the file (and line or row)."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # errors="skip" warns about what it left out
@@ -45,8 +45,8 @@ def _check(read, path) -> None:
         assert "\n" not in message
         assert re.match(rf"{re.escape(str(path))}(?: (?:line|row) \d+)?: \S", message), message
         return
-    assert set(OPS.names[:8]) <= set(ops.columns)  # the file's own order, end and file added when absent
-    assert OPS.validate(ops, source="t").equals(ops)
+    assert set(REQUESTS.names[:8]) <= set(ops.columns)  # the file's own order, end and file added when absent
+    assert REQUESTS.validate(ops, source="t").equals(ops)
 
 
 def _blkparse_event(maj, minor, time, pid, action, rwbs, sector, count, process):
@@ -143,7 +143,7 @@ def test_ops_csv_tables(tmp_path, names, data):
     rows = data.draw(st.lists(st.tuples(*(_cell(n) for n in names)).map(",".join), max_size=20))
     path = tmp_path / "ops.csv"
     path.write_text("\n".join([",".join(names), *rows]) + "\n")
-    _check(read_ops, path)
+    _check(read_requests, path)
 
 
 @st.composite
@@ -164,7 +164,7 @@ def _tables(draw) -> pl.DataFrame:
 def test_ops_parquet_tables(tmp_path, table):
     path = tmp_path / "ops.parquet"
     table.write_parquet(path)
-    _check(read_ops, path)
+    _check(read_requests, path)
 
 
 @SETTINGS
@@ -174,8 +174,8 @@ def test_ops_tables_that_pass_keep_their_values(tmp_path, table):
     path = tmp_path / "ops.parquet"
     table.write_parquet(path)
     try:
-        ops = read_ops(path)
+        ops = read_requests(path)
     except InputError:
         return
     for name in set(OPS_NAMES) & set(table.columns):
-        assert ops[name].to_list() == table[name].cast(OPS.polars[name]).to_list()
+        assert ops[name].to_list() == table[name].cast(REQUESTS.polars[name]).to_list()

@@ -6,16 +6,16 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from iosets.analyzer import INGESTERS, analyze, ingest, read_blocktrace, read_darshan, read_ops, write_ops
-from iosets.datasets import make_backlogged_requests, make_periodic_ops
-from iosets.schemas import ANALYSIS_ERRORS, JOBS, OPS
+from iosets.analyzer import INGESTERS, analyze, ingest, read_blocktrace, read_darshan, read_requests, write_requests
+from iosets.datasets import make_backlogged_requests, make_periodic_requests
+from iosets.schemas import ANALYSIS_ERRORS, JOBS, REQUESTS
 
 darshan = pytest.importorskip("darshan")
 
 DATA = resources.files("iosets.datasets.data")
 EXAMPLES = Path(darshan.__file__).parent / "examples" / "example_logs"
 EXAMPLE_LOGS = sorted(EXAMPLES.glob("*.darshan"))
-DXT_LOGS = [p for p in EXAMPLE_LOGS if read_darshan(p).ops is not None]
+DXT_LOGS = [p for p in EXAMPLE_LOGS if read_darshan(p).requests is not None]
 OPS_COLUMNS = ["job_id", "rank", "op", "offset", "size", "start", "end", "file"]
 SAMPLES = {
     "blkparse": ("sample.blkparse.txt", 66, ("device", "process")),
@@ -38,8 +38,8 @@ def test_dxt_examples_are_found():
 @pytest.mark.parametrize("name", ["ops.csv", "ops.parquet"])
 def test_read_ops(tmp_path, name):
     written = make_backlogged_requests(40, 2, random_state=1).with_columns(pl.lit(7).alias("extra"))
-    ops = read_ops(write_ops(written, tmp_path / name))
-    assert_follows(ops, OPS, OPS_COLUMNS)
+    ops = read_requests(write_requests(written, tmp_path / name))
+    assert_follows(ops, REQUESTS, OPS_COLUMNS)
     assert ops.columns == [*OPS_COLUMNS, "extra"] and ops.height == 40
     assert ops["size"].to_list() == written["size"].to_list()
 
@@ -47,10 +47,10 @@ def test_read_ops(tmp_path, name):
 def test_read_ops_fills_end_and_file(tmp_path):
     path = tmp_path / "ops.csv"
     path.write_text("start,job_id,rank,op,offset,size\n0.5,a,0,read,0,10\n")
-    ops = read_ops(path)
+    ops = read_requests(path)
     assert ops.columns == ["start", "job_id", "rank", "op", "offset", "size", "end", "file"]
-    assert {c: ops.schema[c] for c in OPS_COLUMNS} == {c: OPS.polars[c] for c in OPS_COLUMNS}
-    assert OPS.validate(ops).equals(ops)
+    assert {c: ops.schema[c] for c in OPS_COLUMNS} == {c: REQUESTS.polars[c] for c in OPS_COLUMNS}
+    assert REQUESTS.validate(ops).equals(ops)
 
 
 @pytest.mark.parametrize("fmt", sorted(SAMPLES))
@@ -59,15 +59,15 @@ def test_read_blocktrace_samples(fmt):
     with resources.as_file(DATA / name) as path:
         for class_by in class_bys:
             ops = read_blocktrace(path, class_by=class_by)
-            assert_follows(ops, OPS, OPS_COLUMNS)
+            assert_follows(ops, REQUESTS, OPS_COLUMNS)
             assert ops.columns == OPS_COLUMNS and ops.height == height
             assert ops.equals(ingest(path, format=fmt, class_by=class_by))
 
 
 @pytest.mark.parametrize("path", DXT_LOGS, ids=lambda p: p.name)
 def test_read_darshan_dxt(path):
-    ops = read_darshan(path).ops
-    assert_follows(ops, OPS, OPS_COLUMNS)
+    ops = read_darshan(path).requests
+    assert_follows(ops, REQUESTS, OPS_COLUMNS)
     assert ops.columns == OPS_COLUMNS and ops.height > 0
     assert ops.equals(ingest(path))
 
@@ -75,14 +75,14 @@ def test_read_darshan_dxt(path):
 def test_every_ingester_output_follows_the_schema(tmp_path):
     inputs = {
         "darshan": EXAMPLES / "dxt.darshan",
-        "ops": write_ops(make_periodic_ops(10.0, 0.1, 2, random_state=0)[0], tmp_path / "o.parquet"),
+        "ops": write_requests(make_periodic_requests(10.0, 0.1, 2, random_state=0)[0], tmp_path / "o.parquet"),
     }
     for fmt, (name, _, _) in SAMPLES.items():
         inputs[fmt] = Path(str(DATA / name))
     assert set(inputs) == set(INGESTERS)
     for fmt, path in inputs.items():
         ops = ingest(path)
-        assert_follows(ops, OPS, OPS_COLUMNS)
+        assert_follows(ops, REQUESTS, OPS_COLUMNS)
         assert ops.height > 0, fmt
 
 

@@ -14,7 +14,7 @@ from darshan_writer import HEATMAP_RECORD_IDS, counter_record, dxt_record, heatm
 from iosets.analyzer import analyze, ingest, site_trace  # noqa: E402
 from iosets.datasets import load_sample_traces  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
-from iosets.schemas import SITE_OPS  # noqa: E402
+from iosets.schemas import SITE_REQUESTS  # noqa: E402
 
 MIB = 1 << 20
 T0 = 1_700_000_000
@@ -72,12 +72,12 @@ def test_two_jobs_100_s_apart_share_one_clock_with_their_phases(tmp_path):
     _dxt_log(tmp_path / "a.darshan", jobid=1, start=0)
     _dxt_log(tmp_path / "b.darshan", jobid=2, start=100)
     site = site_trace([tmp_path])
-    assert _rows(site.ops) == sorted(_expected_dxt("1", 0) + _expected_dxt("2", 100))
-    assert site.ops["start"].is_sorted() and site.ops.columns == SITE_OPS.names
-    assert site.ops["start"].min() == T0 + 10.0 and site.ops["start"].max() == T0 + 100 + 70.0 + 0.25 * 4
+    assert _rows(site.requests) == sorted(_expected_dxt("1", 0) + _expected_dxt("2", 100))
+    assert site.requests["start"].is_sorted() and site.requests.columns == SITE_REQUESTS.names
+    assert site.requests["start"].min() == T0 + 10.0 and site.requests["start"].max() == T0 + 100 + 70.0 + 0.25 * 4
     assert site.jobs.select("job_id", "n_phases").rows() == [("1", 3), ("2", 3)]  # the analyzer's n_phases
-    assert site.ops.filter(pl.col("job_id") == "1")["phase"].unique(maintain_order=True).to_list() == [0, 1, 2]
-    assert not site.ops["synthetic"].any() and site.ops["file"].unique().to_list() == ["/scratch/run/out.dat"]
+    assert site.requests.filter(pl.col("job_id") == "1")["phase"].unique(maintain_order=True).to_list() == [0, 1, 2]
+    assert not site.requests["synthetic"].any() and site.requests["file"].unique().to_list() == ["/scratch/run/out.dat"]
     assert site.skipped.is_empty() and site.errors.is_empty()
 
 
@@ -116,11 +116,11 @@ def test_a_heatmap_only_job_gets_one_request_per_bin_and_direction(tmp_path):
         ],
         key=lambda r: (r[1], r[0]),
     )
-    got = site.ops.sort("start", "op").select("op", "start", "end", "size", "phase").rows()
+    got = site.requests.sort("start", "op").select("op", "start", "end", "size", "phase").rows()
     assert got == expected
-    assert site.ops["size"].sum() == 1.5 * (32 * MIB + 4096 + MIB)  # every byte of the bins, once
-    assert site.ops["synthetic"].all() and (site.ops["rank"] == -1).all()
-    assert site.ops["offset"].null_count() == site.ops["file"].null_count() == site.ops.height == 6
+    assert site.requests["size"].sum() == 1.5 * (32 * MIB + 4096 + MIB)  # every byte of the bins, once
+    assert site.requests["synthetic"].all() and (site.requests["rank"] == -1).all()
+    assert site.requests["offset"].null_count() == site.requests["file"].null_count() == site.requests.height == 6
 
 
 def test_a_counters_only_job_is_skipped_with_its_reason(tmp_path):
@@ -130,7 +130,7 @@ def test_a_counters_only_job_is_skipped_with_its_reason(tmp_path):
     assert site.skipped.rows() == [
         ("3", str(tmp_path / "c.darshan"), "counters only: no DXT or HEATMAP record dates its I/O")
     ]
-    assert site.jobs["job_id"].to_list() == ["1"] and site.ops["job_id"].unique().to_list() == ["1"]
+    assert site.jobs["job_id"].to_list() == ["1"] and site.requests["job_id"].unique().to_list() == ["1"]
 
 
 def _process_log(path, *, start, jobid=7):
@@ -151,8 +151,8 @@ def test_logs_of_one_job_are_one_job_with_the_jobs_table_id(tmp_path):
     site = site_trace([tmp_path])
     jobs = analyze([tmp_path]).jobs
     assert site.jobs.equals(jobs)
-    assert sorted(site.ops["job_id"].unique()) == sorted(jobs["job_id"]) == ["7.0", "7.1"]
-    first = site.ops.filter(pl.col("job_id") == "7.0")
+    assert sorted(site.requests["job_id"].unique()) == sorted(jobs["job_id"]) == ["7.0", "7.1"]
+    first = site.requests.filter(pl.col("job_id") == "7.0")
     expected = sorted((T0 + shift + 1.0 + 8.0 * k, k) for shift in (0, 2) for k in range(12))
     assert sorted(first.select("start", "phase").rows()) == expected  # the merged timeline's 12 phases
     assert jobs.filter(pl.col("job_id") == "7.0")["n_phases"].item() == 12
@@ -162,10 +162,10 @@ def test_the_window_keeps_whole_jobs_that_overlap_it(tmp_path):
     _dxt_log(tmp_path / "a.darshan", jobid=1, start=0)  # runs [T0, T0 + 100]
     _dxt_log(tmp_path / "b.darshan", jobid=2, start=1000)  # runs [T0 + 1000, T0 + 1100]
     late = site_trace([tmp_path], window=(T0 + 1050, T0 + 2000))
-    assert late.jobs["job_id"].to_list() == ["2"] and _rows(late.ops) == _expected_dxt("2", 1000)
+    assert late.jobs["job_id"].to_list() == ["2"] and _rows(late.requests) == _expected_dxt("2", 1000)
     edge = site_trace([tmp_path], window=(T0 + 95, T0 + 96))  # no request in it: job 1 still whole
-    assert _rows(edge.ops) == _expected_dxt("1", 0)
-    assert site_trace([tmp_path], window=(T0 + 200, T0 + 300)).ops.is_empty()
+    assert _rows(edge.requests) == _expected_dxt("1", 0)
+    assert site_trace([tmp_path], window=(T0 + 200, T0 + 300)).requests.is_empty()
 
 
 def test_block_traces_keep_their_dates_and_the_analyzers_phases():
@@ -173,9 +173,9 @@ def test_block_traces_keep_their_dates_and_the_analyzers_phases():
     site = site_trace(paths)
     for path in paths:
         ops = ingest(path)
-        mine = site.ops.filter(pl.col("job_id").is_in(ops["job_id"].unique().to_list()))
+        mine = site.requests.filter(pl.col("job_id").is_in(ops["job_id"].unique().to_list()))
         assert sorted(mine["start"]) == sorted(ops["start"])
-    phases = site.ops.group_by("job_id").agg(pl.col("phase").max() + 1, pl.col("phase").n_unique().alias("n"))
+    phases = site.requests.group_by("job_id").agg(pl.col("phase").max() + 1, pl.col("phase").n_unique().alias("n"))
     joined = site.jobs.join(phases, on="job_id").select("n_phases", "phase", "n")
     assert joined.height == 6 and all(a == b == c for a, b, c in joined.rows())
 
@@ -189,7 +189,9 @@ def test_many_logs_are_read_in_worker_processes(tmp_path):
             records={"DXT_POSIX": [dxt_record(101, 0, writes=[(0, MIB, 0.5, 0.75)])], "POSIX": [_posix(0, MIB)]},
         )
     site = site_trace([tmp_path], workers=2)
-    assert site.ops.select("job_id", "start", "phase").rows() == [(str(100 + k), T0 + k + 0.5, 0) for k in range(48)]
+    assert site.requests.select("job_id", "start", "phase").rows() == [
+        (str(100 + k), T0 + k + 0.5, 0) for k in range(48)
+    ]
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ def _analyze(*args) -> tuple[int, list[str]]:
 
 @pytest.fixture
 def rhythm(tmp_path, writer_ops_of):
-    """An ops table of one writer: 40 bursts every 50 s, each moved by up to +-10 s (a confidence of about 0.84)."""
+    """A requests table of one writer: 40 bursts every 50 s, each moved by up to +-10 s (a confidence of about 0.84)."""
     rng = np.random.default_rng(0)
     path = tmp_path / "ops.csv"
     writer_ops_of(np.arange(40) * 50.0 + rng.uniform(-10, 10, 40)).write_csv(path)
@@ -158,10 +158,10 @@ def test_manifests_must_be_a_list():
         expand_paths([], "logs.txt")
 
 
-@pytest.mark.parametrize("source", ["trace", "--ops"])
+@pytest.mark.parametrize("source", ["trace", "--requests"])
 def test_min_confidence_decides_which_rhythms_count(tmp_path, rhythm, source):
     out = tmp_path / "jobs.parquet"
-    args = [rhythm] if source == "trace" else ["--ops", rhythm]
+    args = [rhythm] if source == "trace" else ["--requests", rhythm]
     assert _analyze(*args, "-o", out)[0] == 0
     job = pl.read_parquet(out).row(0, named=True)
     assert job["w_iter"] == pytest.approx(50.0, rel=0.01) and 0.5 <= job["w_iter_confidence"] < 0.9
@@ -169,7 +169,7 @@ def test_min_confidence_decides_which_rhythms_count(tmp_path, rhythm, source):
     assert pl.read_parquet(out)["w_iter"].to_list() == [None]  # same rhythm, not trusted at 0.9
 
 
-@pytest.mark.parametrize("source", [["{log}"], ["--ops", "{ops}"]])
+@pytest.mark.parametrize("source", [["{log}"], ["--requests", "{ops}"]])
 def test_min_confidence_outside_0_1_is_refused(tmp_path, rhythm, source):
     args = [a.format(log=DXT_LOG, ops=rhythm) for a in source]
     code, lines = _analyze(*args, "-o", tmp_path / "jobs.parquet", "--min-confidence", "1.5")

@@ -44,17 +44,33 @@ def test_ingest_then_analyze_ops_finds_the_sample_writer(tmp_path):
     ops_path, jobs_path = tmp_path / "ops.parquet", tmp_path / "jobs.csv"
     ingested = runner.invoke(app, ["ingest", str(sample), "-o", str(ops_path)])
     assert ingested.exit_code == 0 and ingested.stderr == f"wrote {ops_path}: 320 requests\n"
-    result = runner.invoke(app, ["analyze", "--ops", str(ops_path), "-o", str(jobs_path)])
+    result = runner.invoke(app, ["analyze", "--requests", str(ops_path), "-o", str(jobs_path)])
     assert result.exit_code == 0, result.output
     assert result.stderr == f"wrote {jobs_path}: 2 jobs from {ops_path}\n  1 periodic; not periodic: irregular 1\n"
     writer = pl.read_csv(jobs_path).filter(pl.col("job_id") == "hm_1").row(0, named=True)
     assert writer["w_iter"] == pytest.approx(5.0, rel=0.01)  # 8 x 64 KiB every 5 s
 
 
+def test_the_former_spellings_still_work_for_one_release_with_a_note(tmp_path):
+    sample = load_sample_traces().paths["msr"]
+    ops_path, jobs_path, rec_path = tmp_path / "ops.parquet", tmp_path / "jobs.csv", tmp_path / "rec.csv"
+    assert runner.invoke(app, ["ingest", str(sample), "-o", str(ops_path)]).exit_code == 0
+    result = runner.invoke(app, ["analyze", "--ops", str(ops_path), "-o", str(jobs_path)])
+    assert result.exit_code == 0 and result.stderr.startswith(
+        "note: --ops is now --requests; the old spelling goes in the next release\n"
+        f"wrote {jobs_path}: 2 jobs from {ops_path}\n"
+    )
+    result = runner.invoke(app, ["recommend", str(jobs_path), "--policy", "set-2", "-o", str(rec_path)])
+    assert result.exit_code == 0 and "note: --policy is now --mapping" in result.stderr
+    assert pl.read_csv(rec_path).filter(pl.col("job_id") == "hm_1")["set"].to_list() == [2]  # round(log2 5) = 2
+    both = runner.invoke(app, ["recommend", str(jobs_path), "--policy", "set-2", "--mapping", "set-10"])
+    assert both.exit_code == 1 and both.stderr == "error: give --mapping once (--policy is its former spelling)\n"
+
+
 def test_analyze_without_inputs_fails_clearly():
     result = runner.invoke(app, ["analyze"])
     assert result.exit_code == 1
-    assert result.stderr == "error: give Darshan logs or folders, --manifest FILE, or --ops FILE\n"
+    assert result.stderr == "error: give Darshan logs or folders, --manifest FILE, or --requests FILE\n"
 
 
 def _messages(trace):

@@ -68,12 +68,12 @@ DARSHAN_REASON = (
             "{tmp}/jobs.errors.csv: is a folder; expected a file name for the errors table",
         ),
         (
-            ["analyze", "--ops", "{tmp}/ops.csv", "-o", "{tmp}/jobs.txt"],
+            ["analyze", "--requests", "{tmp}/ops.csv", "-o", "{tmp}/jobs.txt"],
             "{tmp}/jobs.txt: expected a .parquet or .csv file name for the jobs table",
         ),
         (
             ["ingest", "{tmp}/t.csv", "-o", "{tmp}/jobs.errors.csv"],
-            "{tmp}/jobs.errors.csv: is a folder; expected a file name for the ops table",
+            "{tmp}/jobs.errors.csv: is a folder; expected a file name for the requests table",
         ),
         (
             ["recommend", "{tmp}/jobs.csv", "-o", "{file}/rec.parquet"],
@@ -126,8 +126,8 @@ def test_a_folder_nobody_can_write_in_is_refused_before_the_work(tmp_path):
 
 def test_analyze_takes_logs_or_an_ops_table_not_both(tmp_path):
     _fails(
-        ["analyze", str(tmp_path / "a.darshan"), "--ops", str(tmp_path / "ops.csv")],
-        "give Darshan logs, folders or --manifest FILE, or --ops FILE, not both",
+        ["analyze", str(tmp_path / "a.darshan"), "--requests", str(tmp_path / "ops.csv")],
+        "give Darshan logs, folders or --manifest FILE, or --requests FILE, not both",
     )
 
 
@@ -139,7 +139,7 @@ def test_recommend_for_a_new_job_refuses_an_output_it_would_not_write(tmp_path):
 # -------------------------------------------------------------------------------------- text is text
 
 
-@pytest.mark.parametrize("command", [["replay-requests", "{ops}"], ["analyze", "--ops", "{ops}", "-o", "{out}"]])
+@pytest.mark.parametrize("command", [["replay-requests", "{ops}"], ["analyze", "--requests", "{ops}", "-o", "{out}"]])
 def test_an_op_that_looks_like_markup_is_one_verbatim_line(tmp_path, stream, command):
     ops = tmp_path / "ops.csv"
     ops.write_text(OPS_HEADER + "a,0,[/]x,0,10,0.0\n")
@@ -219,7 +219,7 @@ def test_metrics_that_cannot_be_computed_show_as_a_dash_in_tables(tmp_path, tabl
 # ---------------------------------------------------------------------------------- hostile users
 
 
-@pytest.mark.parametrize("command", [["replay-requests", "{ops}"], ["analyze", "--ops", "{ops}", "-o", "{out}"]])
+@pytest.mark.parametrize("command", [["replay-requests", "{ops}"], ["analyze", "--requests", "{ops}", "-o", "{out}"]])
 def test_a_non_utf8_ops_csv(tmp_path, command):
     ops = tmp_path / "ops.csv"
     ops.write_bytes(OPS_HEADER.encode() + b"\xe9t\xe9,0,read,0,10,0.0\n")

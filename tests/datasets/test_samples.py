@@ -12,22 +12,22 @@ OPS_COLUMNS = ["job_id", "rank", "op", "offset", "size", "start", "end", "file"]
 def test_sample_traces_hold_two_jobs_each():
     samples = load_sample_traces()
     assert isinstance(samples, SampleTraces)
-    assert list(samples.ops) == list(samples.paths) == ["blkparse", "msr", "spc"]
+    assert list(samples.requests) == list(samples.paths) == ["blkparse", "msr", "spc"]
     assert {name: path.name for name, path in samples.paths.items()} == {
         "blkparse": "sample.blkparse.txt",
         "msr": "sample.msr.csv",
         "spc": "sample.spc.csv",
     }
     assert all(path.is_file() for path in samples.paths.values())
-    assert {name: ops.shape for name, ops in samples.ops.items()} == {
+    assert {name: ops.shape for name, ops in samples.requests.items()} == {
         "blkparse": (66, 8),
         "msr": (320, 8),
         "spc": (400, 8),
     }
-    assert all(ops.columns == OPS_COLUMNS for ops in samples.ops.values())
+    assert all(ops.columns == OPS_COLUMNS for ops in samples.requests.values())
     counts = {
         name: {(row["job_id"], row["op"]): row["len"] for row in ops.group_by("job_id", "op").len().to_dicts()}
-        for name, ops in samples.ops.items()
+        for name, ops in samples.requests.items()
     }
     assert counts == {
         "blkparse": {("8,0", "read"): 30, ("8,16", "write"): 36},
@@ -41,7 +41,7 @@ def test_sample_traces_hold_two_jobs_each():
     [("blkparse", "8,16", 512 * 1024, 36), ("msr", "hm_1", 65536, 192), ("spc", "0", 4096, 250)],
 )
 def test_each_writer_writes_equal_requests(name, writer, size, total):
-    ops = load_sample_traces().ops[name].filter(job_id=writer)
+    ops = load_sample_traces().requests[name].filter(job_id=writer)
     assert ops["size"].unique().to_list() == [size] and ops.height == total
 
 

@@ -11,17 +11,17 @@ from iosets.schemas import (
     RECOMMENDED_JOBS,
     TRACE_REPLAY_JOBS,
     TRACE_REPLAY_PHASES,
-    TRACE_REPLAY_POLICIES,
+    TRACE_REPLAY_SCHEDULERS,
     TRACE_REPLAY_SHARES,
     TUNE_RANKING,
 )
 
-POLICIES = ("fcfs", "wfq", "iosets-wfq")
+SCHEDULERS = ("fcfs", "wfq", "iosets-wfq")
 
 
 @pytest.fixture(scope="module")
 def site():
-    return make_large_site(500, policies=POLICIES, phases_per_job=6, random_state=3)
+    return make_large_site(500, schedulers=SCHEDULERS, phases_per_job=6, random_state=3)
 
 
 def test_each_table_has_its_schema_and_size(site):
@@ -30,7 +30,7 @@ def test_each_table_has_its_schema_and_size(site):
         "recommendation": (RECOMMENDED_JOBS, 500),
         "replay_jobs": (TRACE_REPLAY_JOBS, 500 * 3),
         "replay_phases": (TRACE_REPLAY_PHASES, 500 * 6 * 3),
-        "replay_policies": (TRACE_REPLAY_POLICIES, 3),
+        "replay_schedulers": (TRACE_REPLAY_SCHEDULERS, 3),
         "tune": (TUNE_RANKING, 9),
     }
     for name, (schema, height) in expected.items():
@@ -38,7 +38,7 @@ def test_each_table_has_its_schema_and_size(site):
         assert frame.height == height, name
         assert schema.validate(frame).equals(frame), name
         assert set(schema.required) <= set(frame.columns), name
-    assert site.replay_policies["policy"].to_list() == list(POLICIES)
+    assert site.replay_schedulers["scheduler"].to_list() == list(SCHEDULERS)
     assert TRACE_REPLAY_SHARES.validate(site.replay_shares).equals(site.replay_shares)
 
 
@@ -50,7 +50,7 @@ def test_the_same_seed_gives_the_same_site():
 
 
 def test_phases_carry_each_job_s_bytes_exactly(site):
-    moved = site.replay_phases.filter(pl.col("policy") == "wfq").group_by("job_id").agg(pl.col("bytes").sum())
+    moved = site.replay_phases.filter(pl.col("scheduler") == "wfq").group_by("job_id").agg(pl.col("bytes").sum())
     total = site.jobs.select("job_id", (pl.col("bytes_read") + pl.col("bytes_written")).cast(pl.Int64).alias("total"))
     both = moved.join(total, on="job_id")
     assert both.height == 500
@@ -58,9 +58,9 @@ def test_phases_carry_each_job_s_bytes_exactly(site):
 
 
 def test_a_phase_is_ready_one_recorded_gap_after_the_previous_one_ends(site):
-    phases = site.replay_phases.sort("policy", "job_id", "phase")
-    previous = pl.col("end").shift(1).over("policy", "job_id")
-    gap = pl.col("recorded_start") - pl.col("recorded_end").shift(1).over("policy", "job_id")
+    phases = site.replay_phases.sort("scheduler", "job_id", "phase")
+    previous = pl.col("end").shift(1).over("scheduler", "job_id")
+    gap = pl.col("recorded_start") - pl.col("recorded_end").shift(1).over("scheduler", "job_id")
     checked = phases.with_columns((previous + gap).alias("expected"))
     first = checked.filter(pl.col("phase") == 0)
     later = checked.filter(pl.col("phase") > 0)
@@ -69,11 +69,11 @@ def test_a_phase_is_ready_one_recorded_gap_after_the_previous_one_ends(site):
 
 
 def test_per_job_runtime_and_stretch_follow_from_the_phases(site):
-    lives = site.replay_phases.group_by("policy", "job_id").agg(
+    lives = site.replay_phases.group_by("scheduler", "job_id").agg(
         (pl.col("end").max() - pl.col("ready").min()).alias("life"),
         (pl.col("recorded_end").max() - pl.col("recorded_start").min()).alias("recorded"),
     )
-    both = site.replay_jobs.join(lives, on=["policy", "job_id"])
+    both = site.replay_jobs.join(lives, on=["scheduler", "job_id"])
     assert both.height == 1500
     assert np.allclose(both["runtime"], both["life"], rtol=1e-12)
     assert np.allclose(both["alone_runtime"], both["recorded"], rtol=1e-12)
@@ -83,31 +83,31 @@ def test_per_job_runtime_and_stretch_follow_from_the_phases(site):
 
 
 def test_policy_metrics_summarise_the_per_job_table(site):
-    stretch = site.replay_jobs.group_by("policy").agg(
+    stretch = site.replay_jobs.group_by("scheduler").agg(
         pl.col("stretch").max().alias("max"), pl.col("stretch").mean().alias("mean")
     )
-    both = site.replay_policies.join(stretch, on="policy")
+    both = site.replay_schedulers.join(stretch, on="scheduler")
     assert np.allclose(both["max_stretch"], both["max"])
     assert np.allclose(both["mean_stretch"], both["mean"])
     assert (both["utilization"] < both["utilization_bound"]).all()
-    shares = site.replay_shares.group_by("policy").agg(pl.col("share").sum())
+    shares = site.replay_shares.group_by("scheduler").agg(pl.col("share").sum())
     assert np.allclose(shares["share"], 1.0)
 
 
 def test_iosets_wfq_favours_the_high_priority_sets(site):
     waits = (
         site.replay_phases.with_columns((pl.col("start") - pl.col("ready")).alias("wait"))
-        .group_by("policy", "set")
+        .group_by("scheduler", "set")
         .agg(pl.col("wait").sum() / (pl.col("recorded_end") - pl.col("recorded_start")).sum())
     )
     first, last = site.recommendation["set"].min(), site.recommendation["set"].max()
 
-    def wait(policy, set_):
-        return waits.filter((pl.col("policy") == policy) & (pl.col("set") == set_))["wait"].item()
+    def wait(scheduler, set_):
+        return waits.filter((pl.col("scheduler") == scheduler) & (pl.col("set") == set_))["wait"].item()
 
     assert wait("iosets-wfq", first) < wait("fcfs", first) / 5
     assert wait("iosets-wfq", last) > wait("fcfs", last)
-    classes = site.replay_phases.filter(pl.col("policy") == "iosets-wfq")
+    classes = site.replay_phases.filter(pl.col("scheduler") == "iosets-wfq")
     assert (classes["class"] == classes["set"].cast(pl.String)).all()
 
 
@@ -123,9 +123,9 @@ def test_the_tuning_ranking_is_ordered_by_utilization(site):
     [
         ({"n_jobs": 0}, "n_jobs must be an integer >= 1, got 0"),
         ({"phases_per_job": 0}, "phases_per_job must be an integer >= 1, got 0"),
-        ({"policies": ("fcfs", "sjf")}, "unknown policy 'sjf'; expected one of fcfs, wfq, iosets-wfq"),
-        ({"policies": ("wfq", "wfq")}, "policies must be distinct, got wfq, wfq"),
-        ({"policies": ()}, "number of policies must be an integer >= 1, got 0"),
+        ({"schedulers": ("fcfs", "sjf")}, "unknown scheduler 'sjf'; expected one of fcfs, wfq, iosets-wfq"),
+        ({"schedulers": ("wfq", "wfq")}, "schedulers must be distinct, got wfq, wfq"),
+        ({"schedulers": ()}, "number of schedulers must be an integer >= 1, got 0"),
     ],
 )
 def test_bad_parameters_are_named(kwargs, message):

@@ -12,7 +12,7 @@ import pytest
 
 from iosets.analyzer import analyze, ingest, read_darshan
 from iosets.errors import InputError
-from iosets.schemas import OPS
+from iosets.schemas import REQUESTS
 
 darshan = pytest.importorskip("darshan")
 
@@ -82,7 +82,7 @@ def test_single_file_errors_are_one_line_naming_the_file(mutants, alone):
         except InputError as exc:
             assert "\n" not in str(exc) and str(exc).startswith(f"{path}: ")
         else:
-            assert OPS.validate(ops, source=path).equals(ops) and ops.height > 0
+            assert REQUESTS.validate(ops, source=path).equals(ops) and ops.height > 0
 
 
 def test_the_known_crashes_are_contained_or_refused_before_darshan_util(batch, mutants, seen_crash):

@@ -1,4 +1,4 @@
-"""SET-b mapping and priorities (seed 004, section IV-C)."""
+"""SET-b mapping and priorities (IO-SETS paper, section IV-C)."""
 
 import numpy as np
 import pytest

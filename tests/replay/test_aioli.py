@@ -1,4 +1,4 @@
-"""aIOLi (seed 002): offset-sorted per-file queues, aggregation, reads first, waits on the shift phenomenon."""
+"""aIOLi (the aIOLi paper): offset-sorted per-file queues, aggregation, reads first, waits on the shift phenomenon."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from iosets.errors import ReplayError
 from iosets.replay import SCHEDULER_PARAMS, replay_requests
 from iosets.replay._device import Device
-from iosets.replay._trace import RequestTrace
+from iosets.replay._trace import RequestArrays
 
 KIB = 1024
 SIZE = 64 * KIB
@@ -14,7 +14,7 @@ DEVICE = Device()  # queue depth 1, 1 GB/s, 50 us per unit, 2 ms seek
 COST = DEVICE.overhead + SIZE / DEVICE.bandwidth  # a 64 KiB request without seek
 
 
-def make_trace(arrival, offset, *, cls=None, stream=None, op=None, size=SIZE) -> RequestTrace:
+def make_trace(arrival, offset, *, cls=None, stream=None, op=None, size=SIZE) -> RequestArrays:
     """Requests sorted by arrival; one file (stream 0) and writes unless told."""
     arrival = np.asarray(arrival, float)
     n = arrival.size
@@ -22,7 +22,7 @@ def make_trace(arrival, offset, *, cls=None, stream=None, op=None, size=SIZE) ->
     cls = np.zeros(n, np.int32) if cls is None else np.asarray(cls, np.int32)
     stream = np.zeros(n, np.int32) if stream is None else np.asarray(stream, np.int32)
     op = np.ones(n, np.int8) if op is None else np.asarray(op, np.int8)
-    return RequestTrace(
+    return RequestArrays(
         arrival=arrival[order],
         size=np.full(n, float(size)),
         offset=np.asarray(offset, np.int64)[order],
@@ -39,7 +39,7 @@ def make_trace(arrival, offset, *, cls=None, stream=None, op=None, size=SIZE) ->
     )
 
 
-def region_writers(processes=8, count=200, period=0.008, seed=0) -> RequestTrace:
+def region_writers(processes=8, count=200, period=0.008, seed=0) -> RequestArrays:
     """Each process writes its own contiguous region of one file, one 64 KiB request per period (jittered),
     the processes' arrivals interleaved."""
     rng = np.random.default_rng(seed)
@@ -53,7 +53,7 @@ def region_writers(processes=8, count=200, period=0.008, seed=0) -> RequestTrace
     return make_trace(arrival, offset, cls=np.repeat(np.arange(processes), count))
 
 
-def strided_writers(processes=8, count=300, period=0.008, jitter=0.0005, seed=0) -> RequestTrace:
+def strided_writers(processes=8, count=300, period=0.008, jitter=0.0005, seed=0) -> RequestArrays:
     """The shift phenomenon: at each step every process writes the next block of an interleaved pattern
     (block k * processes + p), the processes slightly shifted in time."""
     rng = np.random.default_rng(seed)

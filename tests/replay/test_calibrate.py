@@ -115,6 +115,6 @@ def test_cli_writes_the_fitted_device(tmp_path):
 def test_fit_error_on_the_shared_logs():
     from iosets.analyzer import site_trace
 
-    got = calibrate(site_trace(DARSHAN_LOGS).ops)
+    got = calibrate(site_trace(DARSHAN_LOGS).requests)
     print(f"\nshared logs: {got.device}\n  fit error {got.error} over {got.n_phases} phases, {got.n_requests} requests")
     assert got.n_phases > 0 and all(math.isfinite(value) for value in got.error.values())

@@ -1,4 +1,4 @@
-"""The paper's sweeps: summaries and the qualitative findings of seed 004."""
+"""The paper's sweeps: summaries and the qualitative findings of the IO-SETS paper."""
 
 import polars as pl
 import pytest

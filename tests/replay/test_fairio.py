@@ -1,4 +1,4 @@
-"""FAIRIO (seed 003): disk-time shares, work conservation, Error_i, compensation within the window."""
+"""FAIRIO (the FAIRIO paper): disk-time shares, work conservation, Error_i, compensation within the window."""
 
 import numpy as np
 import pytest
@@ -7,7 +7,7 @@ from iosets.errors import ReplayError
 from iosets.replay import SCHEDULER_PARAMS, replay_requests
 from iosets.replay._device import Device
 from iosets.replay._request_metrics import interval_bytes, share_error
-from iosets.replay._trace import RequestTrace
+from iosets.replay._trace import RequestArrays
 
 DEVICE = Device()  # queue depth 1, 1 GB/s, 50 us per unit, 2 ms seek
 SIZE = 65536
@@ -15,13 +15,13 @@ COST = DEVICE.overhead + SIZE / DEVICE.bandwidth + DEVICE.seek  # every request 
 WEIGHTS = np.array([3.0, 4.0, 5.0, 6.0])  # the paper's weights: 16.7 / 22.2 / 27.8 / 33.3 %
 
 
-def make_trace(arrival, cls, *, seed=0) -> RequestTrace:
+def make_trace(arrival, cls, *, seed=0) -> RequestArrays:
     """Random-offset 64 KiB requests (one stream per class), so every request costs COST (Condition 2)."""
     order = np.argsort(arrival, kind="stable")
     arrival, cls = np.asarray(arrival, float)[order], np.asarray(cls)[order].astype(np.int32)
     n = arrival.size
     offset = np.random.default_rng(seed).integers(0, 1 << 20, n).astype(np.int64) * SIZE * 16
-    return RequestTrace(
+    return RequestArrays(
         arrival=arrival,
         size=np.full(n, float(SIZE)),
         offset=offset,
@@ -38,7 +38,7 @@ def make_trace(arrival, cls, *, seed=0) -> RequestTrace:
     )
 
 
-def backlogged(horizon, load=0.5, n_classes=4, seed=0) -> RequestTrace:
+def backlogged(horizon, load=0.5, n_classes=4, seed=0) -> RequestArrays:
     """Each class arrives uniformly over [0, horizon] at `load` times the device's capacity."""
     rng = np.random.default_rng(seed)
     m = int(load / COST * horizon)
@@ -144,7 +144,7 @@ def test_each_server_shares_its_own_disk(mode, r, bound):
     horizon = 10.0
     trace = backlogged(horizon, load=1.0, seed=13)
     server = (np.arange(trace.n) % 2).astype(np.int32)
-    split = RequestTrace(**{**trace.__dict__, "server": server, "n_servers": 2})
+    split = RequestArrays(**{**trace.__dict__, "server": server, "n_servers": 2})
     replay = replay_requests(
         split,
         "fairio",

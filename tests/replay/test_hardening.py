@@ -18,7 +18,7 @@ import pytest
 from iosets import Workload, read_workload
 from iosets.datasets import make_backlogged_requests, make_figure_workload, make_iosets_workload
 from iosets.errors import InputError, ReplayError
-from iosets.replay import Device, RequestTrace, _engine, backlogged_shares, replay_phases, replay_requests, tune
+from iosets.replay import Device, RequestArrays, _engine, backlogged_shares, replay_phases, replay_requests, tune
 
 MIB = 1 << 20
 
@@ -58,7 +58,7 @@ def test_skipping_empty_rounds_keeps_agios_order_exactly(seed):
     rng = np.random.default_rng(seed)
     n, weights = 300, rng.integers(1, 40, 3).astype(float)
     cls, size = rng.integers(0, 3, n), rng.integers(1, 2000, n)
-    trace = RequestTrace(
+    trace = RequestArrays(
         arrival=np.zeros(n),
         size=size.astype(float),
         offset=np.zeros(n, np.int64),
@@ -83,9 +83,9 @@ def test_skipping_empty_rounds_keeps_agios_order_exactly(seed):
 # dispatch (iosets-wfq's set exclusivity crosses servers), about a minute uninterrupted.
 SLOW_REQUESTS = """
 import numpy as np
-from iosets.replay import RequestTrace, replay_requests
+from iosets.replay import RequestArrays, replay_requests
 n, servers = 200_000, 50_000
-trace = RequestTrace(
+trace = RequestArrays(
     arrival=np.arange(n) * 1e-3, size=np.full(n, 4096.0), offset=np.zeros(n, np.int64),
     cls=np.zeros(n, np.int32), stream=np.zeros(n, np.int32), server=(np.arange(n) % servers).astype(np.int32),
     phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8), classes=np.arange(1), n_streams=1,

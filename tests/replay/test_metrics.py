@@ -1,4 +1,4 @@
-"""The window metrics of seed 004 on hand-computed cases."""
+"""The window metrics of the IO-SETS paper on hand-computed cases."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from iosets.replay import replay_phases
-from iosets.replay._metrics import workload_metrics
+from iosets.replay._phase_metrics import workload_metrics
 
 GB = 1e9
 

@@ -1,4 +1,4 @@
-"""RBFQ (seed 001): the paper's worked examples and closed forms, replayed in C.
+"""RBFQ (the RBFQ paper): the paper's worked examples and closed forms, replayed in C.
 
 Capacities are modelled with a fixed-IOPS device (every request costs 1 / iops)
 or, for bytes and per-server capacities, a bandwidth device without overhead
@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from iosets.errors import InputError, ReplayError
-from iosets.replay import Device, RequestTrace, replay_requests
+from iosets.replay import Device, RequestArrays, replay_requests
 from iosets.replay._request_metrics import interval_bytes
 
 MB = 1e6
 
 
-def make_trace(arrival, cls, server=None, size=None) -> RequestTrace:
+def make_trace(arrival, cls, server=None, size=None) -> RequestArrays:
     """A trace straight from arrays (class c is client c; one stream per client)."""
     arrival = np.asarray(arrival, dtype=np.float64)
     order = np.argsort(arrival, kind="stable")
@@ -25,7 +25,7 @@ def make_trace(arrival, cls, server=None, size=None) -> RequestTrace:
     server = np.zeros(n, np.int32) if server is None else np.asarray(server, dtype=np.int32)[order]
     size = np.full(n, MB) if size is None else np.asarray(size, dtype=np.float64)[order]
     n_classes = int(cls.max()) + 1
-    return RequestTrace(
+    return RequestArrays(
         arrival=arrival[order],
         size=size,
         offset=np.zeros(n, np.int64),
@@ -42,7 +42,7 @@ def make_trace(arrival, cls, server=None, size=None) -> RequestTrace:
     )
 
 
-def backlogged(counts) -> RequestTrace:
+def backlogged(counts) -> RequestArrays:
     """``counts[c]`` requests of client c, all arriving at t = 0."""
     cls = np.repeat(np.arange(len(counts)), counts)
     return make_trace(np.zeros(cls.size), cls)

@@ -9,7 +9,7 @@ from iosets.replay import (
     SCHEDULER_PARAMS,
     SCHEDULERS,
     Device,
-    RequestTrace,
+    RequestArrays,
     _engine,
     jain_index,
     replay_requests,
@@ -194,7 +194,7 @@ def test_scheduler_parameters_come_from_the_engine():
 
 
 def test_engine_refuses_a_parameter_vector_of_the_wrong_length():
-    trace = RequestTrace.from_ops(ops_of([("a", 0, MB, 0)]))
+    trace = RequestArrays.from_ops(ops_of([("a", 0, MB, 0)]))
     n = trace.n
     with pytest.raises(ValueError, match="^aioli: expected 3 parameters, got 2$"):
         _engine.replay_requests(

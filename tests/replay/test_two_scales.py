@@ -4,7 +4,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.datasets import figure_seed, make_figure_workload, make_iosets_workload, workload_site_ops
+from iosets.datasets import figure_seed, make_figure_workload, make_iosets_workload, workload_site_requests
 from iosets.errors import InputError
 from iosets.replay import Device, assign_policy, replay_phases, replay_trace, trace_metrics
 from iosets.workload import Workload
@@ -21,7 +21,7 @@ def device_of(workload: Workload) -> Device:
 
 def replay_as_requests(workload: Workload, policy: str, request_size: int):
     """The closed-loop counterpart of ``policy``: iosets-wfq over SET-10's sets, or wfq with a class per job."""
-    ops = workload_site_ops(workload, request_size=request_size)
+    ops = workload_site_requests(workload, request_size=request_size)
     if policy == "fair-share":
         return replay_trace(ops, scheduler="wfq", device=device_of(workload))
     sets, priorities = assign_policy(workload, "set-10")
@@ -49,7 +49,7 @@ def worst(errors: dict[str, float]) -> float:
 
 def test_requests_are_back_to_back_at_full_bandwidth_after_each_compute():
     wl = Workload.from_arrays(["a", "b"], [1.0, 0.0], [0, 0, 1], [2.0, 1.0, 0.5], [3e9, 0.0, 1e9])
-    ops = workload_site_ops(wl, request_size=2 * 10**9)
+    ops = workload_site_requests(wl, request_size=2 * 10**9)
     # a: computes [1, 3], writes 3 GB over [3, 6] as 2 + 1 GB, computes [6, 7], writes nothing at 7
     # b: computes [0, 0.5], writes 1 GB over [0.5, 1.5]
     assert ops.select("job_id", "phase", "offset", "size", "start", "end").rows() == [
@@ -64,7 +64,7 @@ def test_requests_are_back_to_back_at_full_bandwidth_after_each_compute():
 
 def test_a_job_alone_replays_to_the_phase_engine_dates_and_metrics():
     wl = make_iosets_workload([(1, 10.0, 1.0)], horizon=100, random_state=3)
-    replay = replay_trace(workload_site_ops(wl, request_size=10**7), device=device_of(wl))
+    replay = replay_trace(workload_site_requests(wl, request_size=10**7), device=device_of(wl))
     timeline = replay_phases(wl, "exclusive-fcfs").timeline
     joined = timeline.join(replay.phases, on=["job_id", "phase"])
     assert joined.height == wl.n_phases
@@ -82,7 +82,7 @@ def test_a_job_alone_replays_to_the_phase_engine_dates_and_metrics():
 def test_a_bad_request_size_is_refused(request_size):
     wl = Workload.from_arrays(["a"], [0.0], [0], [1.0], [1e9])
     with pytest.raises(InputError, match=f"request_size must be an integer >= 1, got {request_size!r}"):
-        workload_site_ops(wl, request_size=request_size)
+        workload_site_requests(wl, request_size=request_size)
 
 
 PROFILES = [(2, 1.0, 0.1), (2, 10.0, 1.0), (2, 100.0, 10.0)]
@@ -161,7 +161,7 @@ def test_a_job_that_starts_before_its_first_request_is_seen_from_its_start():
     # at 152 s; its compute before that request is in no trace, the jobs' starts give it
     workload = fig6_like(None)
     assert workload.window == (120.0, 280.0)
-    ops = workload_site_ops(workload, request_size=10**6)
+    ops = workload_site_requests(workload, request_size=10**6)
     first = ops.group_by("job_id").agg(pl.col("start").min()).join(job_starts(workload), on="job_id", suffix="_job")
     assert first.filter((pl.col("start_job") < 120) & (pl.col("start") > 120)).height == 1
     phase = replay_phases(workload, "set-10").metrics.values()

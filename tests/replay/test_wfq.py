@@ -1,4 +1,4 @@
-"""WFQ as in AGIOS (seed 000) and IO-SETS at request level."""
+"""WFQ as in AGIOS (the AGIOS WFQ report) and IO-SETS at request level."""
 
 import numpy as np
 import polars as pl

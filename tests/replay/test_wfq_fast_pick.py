@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from iosets.replay import Device, replay_requests
-from iosets.replay._trace import RequestTrace
+from iosets.replay._trace import RequestArrays
 
 
 class ReferenceWfq:
     """WFQ (and iosets-wfq's set exclusivity with ``exclusive``) with the full round robin of every pick."""
 
-    def __init__(self, trace: RequestTrace, weight: np.ndarray, exclusive: bool):
+    def __init__(self, trace: RequestArrays, weight: np.ndarray, exclusive: bool):
         self.trace, self.weight, self.exclusive = trace, weight.tolist(), exclusive
         n_classes = trace.classes.size
         shape = (trace.n_servers, n_classes)
@@ -99,7 +99,7 @@ class ReferenceWfq:
             passes += 1
 
 
-def reference_replay(trace: RequestTrace, scheduler: str, weight: np.ndarray, device: Device):
+def reference_replay(trace: RequestArrays, scheduler: str, weight: np.ndarray, device: Device):
     """The request engine's open loop in Python around :class:`ReferenceWfq`: (dispatch, complete, unit)."""
     sched = ReferenceWfq(trace, weight, exclusive=scheduler == "iosets-wfq")
     n, n_servers = trace.n, trace.n_servers
@@ -143,7 +143,7 @@ def reference_replay(trace: RequestTrace, scheduler: str, weight: np.ndarray, de
                 units[server].append((req, end))
 
 
-def random_case(seed: int) -> tuple[RequestTrace, np.ndarray, Device]:
+def random_case(seed: int) -> tuple[RequestArrays, np.ndarray, Device]:
     """Random requests: bursts or spread arrivals, whole or fractional sizes and weights, 1-80 classes, 1-3 servers."""
     rng = np.random.default_rng(seed)
     n, n_classes, n_servers = int(rng.integers(20, 400)), int(rng.integers(1, 80)), int(rng.integers(1, 4))
@@ -156,7 +156,7 @@ def random_case(seed: int) -> tuple[RequestTrace, np.ndarray, Device]:
     phase = np.where(rng.random(n) < 0.1, -1, phase).astype(np.int32)
     n_streams = int(rng.integers(1, 5))
     stream = rng.integers(0, n_streams, n).astype(np.int32)
-    trace = RequestTrace(
+    trace = RequestArrays(
         arrival=arrival,
         size=size,
         offset=rng.integers(0, 4, n) << 20,
@@ -200,7 +200,7 @@ def test_the_pick_dispatches_as_the_full_round_robin(scheduler, first_seed):
 
 def test_a_queue_that_empties_while_current_and_refills_keeps_what_is_left_of_its_round():
     """c0 sends its only request, refills before the next pick and goes on in its round: 50 B left, too few."""
-    trace = RequestTrace(
+    trace = RequestArrays(
         arrival=np.array([0.0, 0.0, 0.5, 0.5]),
         size=np.full(4, 100.0),
         offset=np.zeros(4, np.int64),

@@ -6,7 +6,7 @@ console error, page error and request from the start of the navigation, waits un
 is drawn, and reads the plots and sections back. Shared by ``tests/report`` (through its ``conftest.py``)
 and ``benchmarks/report.py``. Run as a script, it makes the README's screenshot::
 
-    python tests/report/browser.py demo-report.html docs/report.png overview policy
+    python tests/report/browser.py demo-report.html docs/report.png overview scheduler
 """
 
 from __future__ import annotations

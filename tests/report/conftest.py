@@ -1,7 +1,7 @@
 """What the report's tests share: a generated site with every input on disk, and a headless Chromium.
 
 The site is a generated IO-SETS workload (three job profiles) turned into a site trace, analyzed,
-recommended, replayed under three policies, tuned, plus a request replay: each table written by the
+recommended, replayed under three schedulers, tuned, plus a request replay: each table written by the
 command that writes it for a user (``iosets recommend``, ``replay-trace``, ``tune``, ``replay-requests``),
 companions included. The browser is Debian's ``chromium`` (``tests/report/browser.py``); without it,
 or without Playwright, the browser tests are skipped, or fail when ``IOSETS_REQUIRE_CHROMIUM=1`` (CI).
@@ -38,7 +38,7 @@ APPS = ("ocean-model", "cfd-solver", "checkpointer")
 """App of each job profile of the generated site: short, medium and long I/O periods."""
 PROFILES = ((5, 40.0, 5.0), (4, 300.0, 30.0), (3, 1200.0, 100.0))
 """(jobs, mean w_iter s, its deviation) of each profile (``make_iosets_workload``)."""
-POLICIES = ("fcfs", "wfq", "iosets-wfq")
+SCHEDULERS = ("fcfs", "wfq", "iosets-wfq")
 
 
 def _run(*args: Any) -> None:
@@ -53,22 +53,22 @@ def _run(*args: Any) -> None:
 
 def write_site(folder: Path) -> dict[str, Path]:
     """Write a generated site's report inputs into ``folder``; return each input's path, by ``build_report`` name."""
-    from iosets.analyzer import analyze_ops
-    from iosets.datasets import make_backlogged_requests, make_iosets_workload, workload_site_ops
+    from iosets.analyzer import analyze_requests
+    from iosets.datasets import make_backlogged_requests, make_iosets_workload, workload_site_requests
 
     workload = make_iosets_workload(PROFILES, horizon=4000.0, random_state=0)
-    site = workload_site_ops(workload, request_size=100_000_000)
+    site = workload_site_requests(workload, request_size=100_000_000)
     site.write_parquet(folder / "site.parquet")
     apps = pl.DataFrame({"job_id": workload.jobs["id"], "app": [APPS[p] for p in workload.jobs["profile"]]})
     jobs = (
-        analyze_ops(site)
+        analyze_requests(site)
         .drop("app")
         .join(apps, on="job_id")
         .with_columns(pl.format("user{}", pl.col("job_id")).alias("user"))
     )
     jobs.write_parquet(folder / "jobs.parquet")
     _run("recommend", folder / "jobs.parquet", "--bandwidth", "1e9", "-o", folder / "rec.parquet")
-    compare = ",".join(POLICIES)
+    compare = ",".join(SCHEDULERS)
     _run(
         "replay-trace",
         folder / "site.parquet",

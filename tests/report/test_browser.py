@@ -15,7 +15,7 @@ from iosets.report import build_report, build_sections, read_inputs
 
 pytestmark = pytest.mark.slow  # 10-25 s (replays, build, browser); keeps Chromium out of `make test-asan` too
 
-SECTIONS = ["overview", "recommendation", "policy", "timelines", "requests", "jobs"]
+SECTIONS = ["overview", "recommendation", "scheduler", "timelines", "requests", "jobs"]
 BLANK = 1.0
 """Largest grey-level variance of a screenshot counted as blank (a uniform image has 0)."""
 
@@ -115,10 +115,10 @@ def test_the_jobs_table_filters_on_typed_text(opened, site_inputs):
 
 
 def test_the_replayed_policies_reach_the_page(opened, site_inputs):
-    policies = pl.read_parquet(site_inputs["replay"])["policy"].unique(maintain_order=True).to_list()
-    assert len(policies) == 3
+    schedulers = pl.read_parquet(site_inputs["replay"])["scheduler"].unique(maintain_order=True).to_list()
+    assert len(schedulers) == 3
     headers = opened.page.locator("#jobs-table thead th").all_inner_texts()
-    assert [h for h in headers if h.startswith("stretch_")] == [f"stretch_{policy}" for policy in policies]
+    assert [h for h in headers if h.startswith("stretch_")] == [f"stretch_{scheduler}" for scheduler in schedulers]
 
 
 def test_pixel_variance_of_two_grey_levels_is_their_squared_half_gap(harness):

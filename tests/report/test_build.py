@@ -46,7 +46,7 @@ REC = JOBS.with_columns(
 PER_JOB = pl.DataFrame(
     {
         "job_id": ["a", "c", "a", "c"],
-        "policy": ["fcfs", "fcfs", "iosets-wfq", "iosets-wfq"],
+        "scheduler": ["fcfs", "fcfs", "iosets-wfq", "iosets-wfq"],
         "recorded_runtime": [100.0, 200.0, 100.0, 200.0],
         "runtime": [125.0, 210.0, 110.0, 230.0],
         "alone_runtime": [100.0, 200.0, 100.0, 200.0],
@@ -55,7 +55,7 @@ PER_JOB = pl.DataFrame(
         "wait": [25.0, 10.0, 10.0, 30.0],
     }
 )
-SECTION_IDS = ["overview", "recommendation", "policy", "timelines", "requests", "jobs"]
+SECTION_IDS = ["overview", "recommendation", "scheduler", "timelines", "requests", "jobs"]
 
 
 def stand_in(inputs):
@@ -167,7 +167,7 @@ def test_missing_inputs_give_sections_that_say_what_to_run():
     assert list(sections) == SECTION_IDS
     assert sections["overview"]["missing"] is None and sections["jobs"]["missing"] is None
     assert "iosets recommend" in sections["recommendation"]["missing"]
-    assert "iosets replay-trace" in sections["policy"]["missing"]
+    assert "iosets replay-trace" in sections["scheduler"]["missing"]
     assert "iosets replay-trace" in sections["timelines"]["missing"]
     assert "iosets replay-requests" in sections["requests"]["missing"]
     assert all(section["title"] for section in sections.values())

@@ -23,12 +23,12 @@ def test_report_writes_the_page_and_names_the_sections_shown_and_missing(tmp_pat
     assert result.exit_code == 0, result.output
     size = output.stat().st_size / 1e6
     assert result.stderr == (
-        f"wrote {output} ({size:.1f} MB): sections overview, recommendation, policy, jobs; "
+        f"wrote {output} ({size:.1f} MB): sections overview, recommendation, scheduler, jobs; "
         "missing: timelines, requests\n"
     )
     assert result.stdout == ""
     page = read_page(output.read_text(encoding="utf-8"))
-    assert list(page.sections) == ["overview", "recommendation", "policy", "timelines", "requests", "jobs"]
+    assert list(page.sections) == ["overview", "recommendation", "scheduler", "timelines", "requests", "jobs"]
     table = page.tables["jobs-table"]
     assert table.column("job_id") == [("a", "a"), ("c", "c"), ("b", "b")]
     assert table.column("stretch_fcfs") == [("1.25", "1.250"), ("1.05", "1.050"), ("", "")]

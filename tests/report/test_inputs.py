@@ -28,7 +28,7 @@ REC = JOBS.with_columns(
 PER_JOB = pl.DataFrame(
     {
         "job_id": ["0012", "b", "0012", "b"],
-        "policy": ["fcfs", "fcfs", "wfq", "wfq"],
+        "scheduler": ["fcfs", "fcfs", "wfq", "wfq"],
         "recorded_runtime": [10.0, 20.0, 10.0, 20.0],
         "runtime": [12.0, 21.0, 11.0, 22.0],
         "alone_runtime": [10.0, 20.0, 10.0, 20.0],
@@ -37,7 +37,7 @@ PER_JOB = pl.DataFrame(
         "wait": [2.0, 1.0, 1.0, 2.0],
     }
 )
-SHARES = pl.DataFrame({"policy": ["fcfs", "fcfs"], "set": [1, 2], "bytes": [3.0, 1.0], "share": [0.75, 0.25]})
+SHARES = pl.DataFrame({"scheduler": ["fcfs", "fcfs"], "set": [1, 2], "bytes": [3.0, 1.0], "share": [0.75, 0.25]})
 RESULTS = pl.DataFrame(
     {
         "row": [0, 1],
@@ -56,7 +56,7 @@ def test_files_are_read_with_their_companions_and_named_in_sources(tmp_path):
     JOBS.write_csv(tmp_path / "jobs.csv")
     REC.write_parquet(tmp_path / "rec.parquet")
     PER_JOB.write_parquet(tmp_path / "perjob.parquet")
-    SHARES.write_parquet(tmp_path / "perjob.shares.parquet")  # no phases or policies companion
+    SHARES.write_parquet(tmp_path / "perjob.shares.parquet")  # no phases or schedulers companion
     RESULTS.write_csv(tmp_path / "result.csv")
     inputs = read_inputs(
         tmp_path / "jobs.csv",
@@ -70,7 +70,7 @@ def test_files_are_read_with_their_companions_and_named_in_sources(tmp_path):
     assert inputs.recommendation["set"].to_list() == [1, 2, 3, 3]
     assert inputs.replay_jobs.equals(PER_JOB)
     assert inputs.replay_shares.equals(SHARES)
-    assert inputs.replay_phases is None and inputs.replay_policies is None  # a missing companion is no error
+    assert inputs.replay_phases is None and inputs.replay_schedulers is None  # a missing companion is no error
     assert inputs.requests["size"].to_list() == [4096, 4096] and inputs.request_classes is None
     assert inputs.site is None and inputs.tune is None
     assert inputs.sources == {
@@ -92,7 +92,7 @@ def test_a_recommended_jobs_table_is_also_the_recommendation(tmp_path):
 
 def test_a_mapping_or_a_comparison_object_gives_the_replay_tables():
     @dataclass(frozen=True)
-    class Comparison:  # what compare_policies returns, less what the report does not read
+    class Comparison:  # what compare_schedulers returns, less what the report does not read
         jobs: pl.DataFrame
         shares: pl.DataFrame
 

@@ -1,4 +1,4 @@
-"""The "Request level" section: sliding-window shares (seed 000), latency CDFs and reservations, by hand."""
+"""The "Request level" section: sliding-window shares (the AGIOS WFQ report), latency CDFs and reservations, by hand."""
 
 import json
 
@@ -142,4 +142,4 @@ def test_class_labels_are_escaped():
 def test_missing_request_replay_names_the_command():
     section = request_level_section(inputs_of(None))
     assert section.missing is not None
-    assert "iosets replay-requests OPS --scheduler rbfq ... -o result.parquet" in section.missing
+    assert "iosets replay-requests REQUESTS --scheduler rbfq ... -o result.parquet" in section.missing

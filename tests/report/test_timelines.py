@@ -18,10 +18,10 @@ from iosets.schemas import JOBS, TRACE_REPLAY_PHASES
 
 
 def phases_frame(rows):
-    """TRACE_REPLAY_PHASES from ``(job_id, policy, phase, set, bytes, ready, start, end)`` rows."""
+    """TRACE_REPLAY_PHASES from ``(job_id, scheduler, phase, set, bytes, ready, start, end)`` rows."""
     frame = pl.DataFrame(
         rows,
-        schema=["job_id", "policy", "phase", "set", "bytes", "ready", "start", "end"],
+        schema=["job_id", "scheduler", "phase", "set", "bytes", "ready", "start", "end"],
         orient="row",
     ).with_columns(
         pl.col("set").cast(pl.String).fill_null("job").alias("class"),
@@ -156,7 +156,7 @@ def test_figures_stay_small_on_a_large_replay():
     frame = pl.DataFrame(
         {
             "job_id": pl.Series(job).cast(pl.String),
-            "policy": "iosets-wfq",
+            "scheduler": "iosets-wfq",
             "phase": np.tile(np.arange(n_phases), n_jobs),
             "set": job % 4,
             "bytes": rng.integers(1, 10**9, job.size),
@@ -188,8 +188,8 @@ def test_dates_since_the_epoch_are_drawn_on_a_utc_date_axis():
 
 def test_the_policy_drawn_is_one_the_phases_hold():
     phases = phases_frame([("a", "wfq", 0, 0, 5, 0.0, 0.0, 1.0)])
-    policies = pl.DataFrame({"policy": ["iosets-wfq", "wfq"]})  # iosets-wfq has no phases
-    inputs = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases, replay_policies=policies)
+    schedulers = pl.DataFrame({"scheduler": ["iosets-wfq", "wfq"]})  # iosets-wfq has no phases
+    inputs = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases, replay_schedulers=schedulers)
     assert "under wfq" in timelines_section(inputs).figures[0].title
 
 

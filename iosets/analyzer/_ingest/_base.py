@@ -8,10 +8,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ...schemas import OPS
+from ...schemas import REQUESTS
 
-OPS_COLUMNS = tuple(c.name for c in OPS.columns if c.filled)
-"""The columns of every ingested ops table, in schema order (``phase`` only where a source has it)."""
+OPS_COLUMNS = tuple(c.name for c in REQUESTS.columns if c.filled)
+"""The columns of every ingested requests table, in schema order (``phase`` only where a source has it)."""
 
 
 @dataclass
@@ -33,12 +33,12 @@ class SkipReport:
 
 
 Reader = Callable[[Path, str, str, SkipReport], pl.DataFrame]
-"""``reader(path, class_by, errors, report) -> ops table``; ``errors="skip"`` records bad lines in ``report``."""
+"""``reader(path, class_by, errors, report) -> requests table``; ``errors="skip"`` records bad lines in ``report``."""
 
 
 @dataclass(frozen=True)
 class Ingester:
-    """One trace format: how to recognise a file of it and how to read it into the ops table.
+    """One trace format: how to recognise a file of it and how to read it into the requests table.
 
     Parameters
     ----------
@@ -47,7 +47,7 @@ class Ingester:
     description : str
         One line for help texts.
     read : callable
-        ``read(path, class_by, errors, report) -> ops table`` that passes ``OPS.validate``.
+        ``read(path, class_by, errors, report) -> requests table`` that passes ``REQUESTS.validate``.
     class_by : tuple of str
         What may become ``job_id``; the first is the default.
     suffixes : tuple of str, default=()

@@ -1,4 +1,4 @@
-"""Darshan logs: job metadata, ops tables (DXT), a heatmap and counter totals of every module."""
+"""Darshan logs: job metadata, requests tables (DXT), a heatmap and counter totals of every module."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from ...errors import InputError
-from ...schemas import OPS
+from ...schemas import REQUESTS
 from .._pool import DEFAULT_TIMEOUT, run_isolated
 from .._stage import IDLE, in_worker, mark_unsafe, note_stage
 from ._app_name import app_name
@@ -61,12 +61,12 @@ _COMPRESSED = {
 
 @dataclass(frozen=True)
 class DarshanJob:
-    """One Darshan log: metadata, DXT ops tables, heatmap, counter totals and which source to trust.
+    """One Darshan log: metadata, DXT requests tables, heatmap, counter totals and which source to trust.
 
     ``meta`` has ``job_id``, ``user`` (uid), ``app`` (:func:`app_name` of ``exe``), ``exe`` (the
     command line), ``nprocs``, ``start`` / ``end`` (epoch s), ``runtime`` (s) and ``step`` (the
     job step from the job record's metadata, else None). ``dxt`` maps each DXT module with at
-    least one segment to its ops table. ``heatmap`` is (bin width s, read bytes per bin, write
+    least one segment to its requests table. ``heatmap`` is (bin width s, read bytes per bin, write
     bytes per bin), stacked ``STDIO + max(MPIIO, POSIX + max(DFS, DAOS))``, read only when the
     log has no DXT segments or a partial DXT module. ``counters`` are the job totals of the
     stacking rule (:mod:`._darshan_counters`) and ``modules`` the :class:`ModuleTotals` of
@@ -87,7 +87,7 @@ class DarshanJob:
     partial_dxt: bool
 
     @property
-    def ops(self) -> pl.DataFrame | None:
+    def requests(self) -> pl.DataFrame | None:
         """The request-level trace: DXT_POSIX segments, else DXT_MPIIO, else None (what `iosets ingest` replays)."""
         return self.dxt.get("DXT_POSIX", self.dxt.get("DXT_MPIIO"))
 
@@ -227,7 +227,7 @@ def _read_names(log: _Log) -> dict:
 
 
 def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | None:
-    """All segments of a DXT module as the ops table (per record: writes, then reads)."""
+    """All segments of a DXT module as the requests table (per record: writes, then reads)."""
     ffi = log.ffi
     idx = log.begin(mod)
     buf = ffi.new("void **")
@@ -275,7 +275,7 @@ def _read_dxt(log: _Log, mod: str, job_id: str, names: dict) -> pl.DataFrame | N
         "start",
         "end",
         "file",
-    ).cast({c: OPS.polars[c] for c in OPS_COLUMNS})
+    ).cast({c: REQUESTS.polars[c] for c in OPS_COLUMNS})
 
 
 def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
@@ -407,7 +407,7 @@ def read_darshan(path, *, isolated: bool = True, timeout: float = DEFAULT_TIMEOU
     Returns
     -------
     DarshanJob
-        ``dxt`` holds one ops table per DXT module with the ops-table columns (times in s
+        ``dxt`` holds one requests table per DXT module with the ops-table columns (times in s
         since job start), one row per segment, per record writes then reads; ``ops`` is the
         DXT_POSIX one, else DXT_MPIIO. ``source`` tells which of ops / heatmap / counters
         carries the time structure (HEATMAP rather than a partial DXT trace). ``counters``
@@ -519,7 +519,7 @@ def _partial(log: _Log, dxt: dict) -> bool:
 
 def _read_ops(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
     """The DXT segments of a log (``job_id`` the job's id); a log without DXT has no request-level trace."""
-    ops = read_darshan(path).ops
+    ops = read_darshan(path).requests
     if ops is None:
         raise InputError(f"{path}: no DXT module, so no request-level trace (try `iosets analyze`)")
     return ops

@@ -1,4 +1,4 @@
-"""Ops tables (CSV or Parquet): read and checked against the ops schema, written atomically."""
+"""Requests tables (CSV or Parquet): read and checked against the ops schema, written atomically."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import polars as pl
 
 from ..._io import read_frame, write_frame
 from ...errors import InputError
-from ...schemas import OPS
+from ...schemas import REQUESTS
 from ._base import Ingester, SkipReport
 from ._text import csv_problem, first_fields, first_reason, split_bad
 
@@ -18,24 +18,24 @@ _TYPE_NAMES: dict[DType, str] = {pl.Int64: "an integer", pl.Float64: "a number",
 _FIRST_CSV_LINE = 2  # line 1 is the header
 
 
-def write_ops(ops: pl.DataFrame, path) -> Path:
-    """Write an ops table atomically as ``.csv`` or ``.parquet``."""
+def write_requests(ops: pl.DataFrame, path) -> Path:
+    """Write a requests table atomically as ``.csv`` or ``.parquet``."""
     return write_frame(ops, path)
 
 
 def _read_table(path: Path) -> pl.DataFrame:
     """The file's table, typed as the ops schema when every CSV value parses, else with CSV columns as text."""
     if path.suffix == ".parquet":
-        return read_frame(path, what="ops table")
+        return read_frame(path, what="requests table")
     with contextlib.suppress(pl.exceptions.PolarsError):  # a value that does not parse: the row check names it
-        return pl.read_csv(path, schema_overrides=OPS.polars, glob=False)  # brackets in a name are not a pattern
+        return pl.read_csv(path, schema_overrides=REQUESTS.polars, glob=False)  # brackets in a name are not a pattern
     try:
         return pl.read_csv(path, infer_schema=False, glob=False)
     except (pl.exceptions.PolarsError, OSError) as exc:
         where = csv_problem(path)
         if where is not None:
             raise InputError(f"{path} {where}") from None
-        raise InputError(f"{path}: not a readable ops table ({str(exc).strip().splitlines()[0]})") from None
+        raise InputError(f"{path}: not a readable requests table ({str(exc).strip().splitlines()[0]})") from None
 
 
 def _typed(name: str, target: DType, dtype: pl.DataType) -> tuple[pl.Expr, pl.Expr]:
@@ -51,11 +51,11 @@ def _typed(name: str, target: DType, dtype: pl.DataType) -> tuple[pl.Expr, pl.Ex
 
 def _with_reasons(frame: pl.DataFrame, first: int) -> pl.DataFrame:
     """``frame`` typed as the ops schema, its rows numbered from ``first`` in ``lineno``, with in ``reason``
-    the first rule of the schema the row breaks, column by column (null if none), worded as ``OPS.validate``."""
-    columns = [c for c in OPS.columns if c.name in frame.columns and c.name in OPS.polars]
+    the first rule of the schema the row breaks, column by column (null if none), worded as ``REQUESTS.validate``."""
+    columns = [c for c in REQUESTS.columns if c.name in frame.columns and c.name in REQUESTS.polars]
     unparsed, casts, rules = [], [], []
     for column in columns:
-        name, target, dtype = column.name, OPS.polars[column.name], frame.schema[column.name]
+        name, target, dtype = column.name, REQUESTS.polars[column.name], frame.schema[column.name]
         value, lost = _typed(name, target, dtype)
         unparsed.append(pl.when(lost).then(_message(name, _TYPE_NAMES[target], pl.col(name), dtype)).alias(f"_{name}"))
         casts.append(value.alias(name))
@@ -85,20 +85,20 @@ def _message(name: str, expect: str, value: pl.Expr, dtype: DType) -> pl.Expr:
 
 
 def _read(path: Path, class_by: str, errors: str, report: SkipReport) -> pl.DataFrame:
-    """The ops table of a CSV or Parquet file; its rows must keep the ops schema's rules.
+    """The requests table of a CSV or Parquet file; its rows must keep the ops schema's rules.
 
     A bad row raises (or, with ``errors="skip"``, is left out) naming its CSV line or Parquet row.
     """
     frame = _read_table(path)
     try:
-        return OPS.validate(frame, source=str(path))
+        return REQUESTS.validate(frame, source=str(path))
     except InputError:
-        if not set(OPS.required) <= set(frame.columns):
+        if not set(REQUESTS.required) <= set(frame.columns):
             raise  # missing columns: no row to blame
     parquet = path.suffix == ".parquet"
     checked = _with_reasons(frame, 0 if parquet else _FIRST_CSV_LINE)
     good = split_bad(path, checked, errors, report, "row" if parquet else "line").drop("lineno")
-    return OPS.validate(good, source=str(path))
+    return REQUESTS.validate(good, source=str(path))
 
 
 def _sniff(head: bytes) -> bool:
@@ -108,7 +108,7 @@ def _sniff(head: bytes) -> bool:
 
 INGESTER = Ingester(
     "ops",
-    "ops table (CSV or Parquet)",
+    "requests table (CSV or Parquet)",
     _read,
     class_by=("device",),
     suffixes=(".parquet",),

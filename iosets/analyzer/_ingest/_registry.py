@@ -1,4 +1,4 @@
-"""The registry of trace formats and the one entry that reads any of them into the ops table."""
+"""The registry of trace formats and the one entry that reads any of them into the requests table."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import polars as pl
 
 from ..._validation import check_choice
 from ...errors import InputError
-from ...schemas import OPS
+from ...schemas import REQUESTS
 from . import _blkparse, _darshan, _msr, _ops, _spc
 from ._base import Ingester, SkipReport
 from ._text import first_line
@@ -90,7 +90,7 @@ def ingest(
     errors: str = "raise",
     return_report: bool = False,
 ) -> pl.DataFrame | tuple[pl.DataFrame, SkipReport]:
-    """Read a trace of any registered format into the ops table.
+    """Read a trace of any registered format into the requests table.
 
     Parameters
     ----------
@@ -112,8 +112,8 @@ def ingest(
     Returns
     -------
     pl.DataFrame, or (pl.DataFrame, SkipReport) with ``return_report``
-        The ops table (:data:`iosets.schemas.OPS`): ``job_id``, ``rank``, ``op``, ``offset``,
-        ``size``, ``start``, ``end``, ``file``, and the extra columns of an ops table.
+        The requests table (:data:`iosets.schemas.REQUESTS`): ``job_id``, ``rank``, ``op``, ``offset``,
+        ``size``, ``start``, ``end``, ``file``, and the extra columns of a requests table.
 
     Examples
     --------
@@ -128,7 +128,7 @@ def ingest(
 
 
 def _read(path: Path, format: str, class_by: str | None, errors: str) -> tuple[pl.DataFrame, SkipReport]:
-    """The checked ops table of a trace and the report of the lines left out; warns when it left some."""
+    """The checked requests table of a trace and the report of the lines left out; warns when it left some."""
     if class_by is not None:
         check_choice(class_by, "class_by", dict.fromkeys(c for i in INGESTERS.values() for c in i.class_by))
     check_choice(errors, "errors", ("raise", "skip"))
@@ -142,7 +142,7 @@ def _read(path: Path, format: str, class_by: str | None, errors: str) -> tuple[p
             f"expected one of {', '.join(ingester.class_by)}"
         )
     report = SkipReport(str(path))
-    ops = OPS.validate(ingester.read(path, class_by, errors, report), source=str(path))
+    ops = REQUESTS.validate(ingester.read(path, class_by, errors, report), source=str(path))
     if report.n_skipped:
         warnings.warn(
             f"{path}: skipped {report.n_skipped} malformed lines; first: {report.messages[0]}",
@@ -176,11 +176,11 @@ def read_blocktrace(
     errors: str = "raise",
     return_report: bool = False,
 ) -> pl.DataFrame | tuple[pl.DataFrame, SkipReport]:
-    """Read a block trace (blkparse, MSR, SPC) or an ops table into the ops table.
+    """Read a block trace (blkparse, MSR, SPC) or a requests table into the requests table.
 
     :func:`ingest` restricted to :data:`BLOCK_FORMATS`, with the same parameters.
 
-    One row per request, sorted by ``start`` (ops tables keep their order and columns); ``rank``
+    One row per request, sorted by ``start`` (requests tables keep their order and columns); ``rank``
     is the device (disk number, ASU, or the Linux dev_t ``major << 20 | minor``); ``start`` and
     ``end`` are seconds since the trace's first request (``end`` null for SPC). blkparse: one
     request per completion ``C``, issued at its ``Q`` (else ``D``, else the completion).
@@ -202,8 +202,8 @@ def read_blocktrace(
     return (ops, report) if return_report else ops
 
 
-def read_ops(path: str | os.PathLike) -> pl.DataFrame:
-    """Read an ops table (``.csv`` or ``.parquet``) and check it against :data:`iosets.schemas.OPS`.
+def read_requests(path: str | os.PathLike) -> pl.DataFrame:
+    """Read a requests table (``.csv`` or ``.parquet``) and check it against :data:`iosets.schemas.REQUESTS`.
 
     A row that breaks the schema raises ``InputError`` naming the file, the CSV line (or
     Parquet row), the column, the rule and the value; ``end`` and ``file`` are added as

@@ -14,7 +14,7 @@ from pathlib import Path
 import polars as pl
 
 from ...errors import InputError
-from ...schemas import OPS
+from ...schemas import REQUESTS
 from ._base import OPS_COLUMNS, SkipReport
 
 Spec = tuple[str, str, dict[str, str] | None]
@@ -24,7 +24,7 @@ values to 'read'/'write')."""
 
 SECTOR = 512
 MAX_SECTOR = (2**63 - 1) // SECTOR
-"""The largest block number whose byte offset (x 512) fits in the ops table's int64."""
+"""The largest block number whose byte offset (x 512) fits in the requests table's int64."""
 
 
 def first_line(head: bytes) -> str:
@@ -237,6 +237,6 @@ def finish(frame: pl.DataFrame) -> pl.DataFrame:
     """The ops columns of a block trace in schema order (``file`` null), sorted by ``start``."""
     return (
         frame.with_columns(pl.lit(None, pl.String).alias("file"))
-        .select(pl.col(c).cast(OPS.polars[c]) for c in OPS_COLUMNS)
+        .select(pl.col(c).cast(REQUESTS.polars[c]) for c in OPS_COLUMNS)
         .sort("start", maintain_order=True)
     )

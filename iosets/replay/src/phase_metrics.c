@@ -1,5 +1,5 @@
 /* Window metrics of a phase-level timeline (DESIGN.md, "Phase-level model";
- * seed 004, section V-D). Sums run in phase order, job by job. */
+ * the IO-SETS paper, section V-D). Sums run in phase order, job by job. */
 #include <math.h>
 
 #include "phase_engine.h"

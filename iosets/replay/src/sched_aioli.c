@@ -1,4 +1,4 @@
-/* aIOLi (seed 002; Lebre et al. 2006, as in AGIOS): reordering and
+/* aIOLi (the aIOLi paper; Lebre et al. 2006, as in AGIOS): reordering and
  * aggregation of contiguous requests, with waits for larger aggregations.
  *
  * One queue per file (server, stream), sorted by type then offset: reads come

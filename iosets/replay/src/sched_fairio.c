@@ -1,4 +1,4 @@
-/* FAIRIO (seed 003, section II): proportional sharing of disk time in cycles.
+/* FAIRIO (FAIRIO paper, section II): proportional sharing of disk time in cycles.
  *
  * Each server runs its own FAIRIO over its device (Service_cycle =
  * Cycle_length, one disk). At the start of a cycle every backlogged class

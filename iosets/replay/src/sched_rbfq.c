@@ -1,4 +1,4 @@
-/* RBFQ / RePAIR (seed 001, Figure 5): real-time dual tags per client.
+/* RBFQ / RePAIR (RBFQ paper, Figure 5): real-time dual tags per client.
  *
  * A flow is one class at one server. Each request gets a local tag
  * l = max(l_prev + cost/M, now) at arrival (M = reservation); the head of a

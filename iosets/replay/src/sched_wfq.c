@@ -1,4 +1,4 @@
-/* WFQ exactly as AGIOS (seed 000, section 2): one queue per set, a byte
+/* WFQ exactly as AGIOS (AGIOS WFQ report, section 2): one queue per set, a byte
  * quantum (weight) plus credit per round, round robin over the sets, credit
  * reset when a queue empties. iosets-wfq adds IO-SETS' exclusivity: inside a
  * set one I/O phase at a time (FCFS by the phase's first request), the sets

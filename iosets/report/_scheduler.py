@@ -1,4 +1,4 @@
-"""Section "What the policy would do": the tuning ranking, the trace replay per policy, who gains and who pays."""
+"""Section "What each scheduler would do": the tuning ranking, the trace replay per scheduler, who gains, who pays."""
 
 from __future__ import annotations
 
@@ -19,17 +19,17 @@ from ._plots import (
     number_axis,
 )
 
-SECTION_ID = "policy"
-TITLE = "What the policy would do"
+SECTION_ID = "scheduler"
+TITLE = "What each scheduler would do"
 
 BASELINE_POLICY = "fcfs"
-"""The policy others are compared with, when the replay holds it (else the first policy given)."""
+"""The scheduler others are compared with, when the replay holds it (else the first scheduler given)."""
 
-POLICY_PALETTE = ("#3b4252", "#bf616a", "#5e81ac", "#a3be8c", "#d08770", "#b48ead", "#88c0d0")
-"""Colours of the policies in the order given (cycled); distinct from the sets' colours."""
+SCHEDULER_PALETTE = ("#3b4252", "#bf616a", "#5e81ac", "#a3be8c", "#d08770", "#b48ead", "#88c0d0")
+"""Colours of the schedulers in the order given (cycled); distinct from the sets' colours."""
 
 TOP_JOBS = 10
-"""Jobs listed among the biggest gains, and among the biggest losses, per policy."""
+"""Jobs listed among the biggest gains, and among the biggest losses, per scheduler."""
 
 NOTABLE_CHANGE = 0.10
 """A runtime change the reading counts (10 %)."""
@@ -49,29 +49,29 @@ _METRICS = (
 _PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
 
 
-def policy_order(inputs: ReportInputs) -> list[str]:
-    """The replay's policies in the order given (the per-policy table's, then the per-job and per-phase tables')."""
+def scheduler_order(inputs: ReportInputs) -> list[str]:
+    """The replay's schedulers in the order given (the per-scheduler table's, then the per-job and per-phase ones)."""
     order: list[str] = []
-    for frame in (inputs.replay_policies, inputs.replay_jobs, inputs.replay_phases):
+    for frame in (inputs.replay_schedulers, inputs.replay_jobs, inputs.replay_phases):
         if frame is not None:
-            order += [p for p in frame["policy"].unique(maintain_order=True).to_list() if p not in order]
+            order += [p for p in frame["scheduler"].unique(maintain_order=True).to_list() if p not in order]
     return order
 
 
-def policy_colour(order: list[str], policy: str) -> str:
-    """The colour of ``policy`` in every plot of the report."""
-    return POLICY_PALETTE[order.index(policy) % len(POLICY_PALETTE)]
+def scheduler_colour(order: list[str], scheduler: str) -> str:
+    """The colour of ``scheduler`` in every plot of the report."""
+    return SCHEDULER_PALETTE[order.index(scheduler) % len(SCHEDULER_PALETTE)]
 
 
-def baseline_policy(order: list[str]) -> str:
-    """fcfs when the replay holds it, else the first policy given."""
+def baseline_scheduler(order: list[str]) -> str:
+    """fcfs when the replay holds it, else the first scheduler given."""
     return BASELINE_POLICY if BASELINE_POLICY in order else order[0]
 
 
 def job_sets(inputs: ReportInputs) -> pl.DataFrame:
     """Each job's set (``job_id``, ``set``): the recommendation's, else the replay's, else the jobs table's."""
     phases = inputs.replay_phases
-    first_phases = None if phases is None else phases.filter(pl.col("phase") == 0)  # one row per job and policy
+    first_phases = None if phases is None else phases.filter(pl.col("phase") == 0)  # one row per job and scheduler
     for frame in (inputs.recommendation, first_phases, inputs.jobs):
         if frame is not None and "set" in frame.columns:
             return frame.select(pl.col("job_id").cast(pl.String), pl.col("set").cast(pl.Int64)).unique(
@@ -90,36 +90,37 @@ def set_label(set_id: int | None) -> str:
     return "no set" if set_id is None else f"set {set_id}"
 
 
-def policy_section(inputs: ReportInputs) -> Section:
-    """Build the "What the policy would do" section from the tuning ranking and the trace replay.
+def scheduler_section(inputs: ReportInputs) -> Section:
+    """Build the "What each scheduler would do" section from the tuning ranking and the trace replay.
 
     Parameters
     ----------
     inputs : ReportInputs
-        Reads ``tune`` (TUNE_RANKING), ``replay_policies`` (TRACE_REPLAY_POLICIES), ``replay_jobs``
+        Reads ``tune`` (TUNE_RANKING), ``replay_schedulers`` (TRACE_REPLAY_SCHEDULERS), ``replay_jobs``
         (TRACE_REPLAY_JOBS) and the jobs' sets (``recommendation``, else ``replay_phases``).
 
     Returns
     -------
     Section
-        Id ``"policy"``; a missing box naming the commands when neither the replay nor the tuning is given.
+        Id ``"scheduler"``; a missing box naming the commands when neither the replay nor the tuning is given.
 
     Examples
     --------
     >>> import polars as pl
     >>> from iosets.report._inputs import read_inputs
-    >>> section = policy_section(read_inputs(pl.DataFrame({"job_id": ["a"]})))
+    >>> section = scheduler_section(read_inputs(pl.DataFrame({"job_id": ["a"]})))
     >>> section.missing.startswith("No trace replay and no tuning given")
     True
     """
-    has_replay = inputs.replay_policies is not None or inputs.replay_jobs is not None
+    has_replay = inputs.replay_schedulers is not None or inputs.replay_jobs is not None
     if inputs.tune is None and not has_replay:
         return Section(
             SECTION_ID,
             TITLE,
-            reading="This section compares the policies on the site's own jobs; it needs a trace replay or a tuning.",
+            reading="This section compares the schedulers on the site's own jobs; it needs a trace replay or a tuning.",
             missing=(
-                f"No trace replay and no tuning given. Replay the site's traces under each policy: `{INGEST_COMMAND}`, "
+                "No trace replay and no tuning given. Replay the site's traces under each scheduler: "
+                f"`{INGEST_COMMAND}`, "
                 f"then `{REPLAY_COMMAND}`, and give `--replay perjob.parquet` to `iosets report`; rank the candidate "
                 f"mappings with `{TUNE_COMMAND}` and give `--tune ranking.parquet`."
             ),
@@ -133,10 +134,10 @@ def policy_section(inputs: ReportInputs) -> Section:
     else:
         readings.append(f"No tuning given: `{TUNE_COMMAND}` ranks the candidate mappings.")
     if has_replay:
-        order = policy_order(inputs)
-        if inputs.replay_policies is not None:
-            figures.append(_comparison_figure(inputs.replay_policies, order))
-            tables.append(_comparison_table(inputs.replay_policies, order))
+        order = scheduler_order(inputs)
+        if inputs.replay_schedulers is not None:
+            figures.append(_comparison_figure(inputs.replay_schedulers, order))
+            tables.append(_comparison_table(inputs.replay_schedulers, order))
         if inputs.replay_jobs is not None:
             replay_figures, replay_tables, reading = _per_job_parts(inputs, order)
             figures += replay_figures
@@ -144,7 +145,7 @@ def policy_section(inputs: ReportInputs) -> Section:
             readings.append(reading)
     else:
         readings.append(
-            f"No trace replay given: `{INGEST_COMMAND}`, then `{REPLAY_COMMAND}` predict what each policy would do "
+            f"No trace replay given: `{INGEST_COMMAND}`, then `{REPLAY_COMMAND}` predict what each scheduler would do "
             "to each job (give `--replay perjob.parquet`)."
         )
     return Section(SECTION_ID, TITLE, reading="\n\n".join(readings), figures=tuple(figures), tables=tuple(tables))
@@ -158,7 +159,7 @@ def _tune_table(tune: pl.DataFrame) -> Table:
     if "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any():
         columns.append("idealised_rank")
     return Table(
-        "policy-tune",
+        "scheduler-tune",
         "Candidate mappings ranked by the tuning (best first)",
         tune.sort("rank").select(columns),
         formats={"utilization": "{:.3f}", "io_slowdown": "{:.3f}", "max_stretch": "{:.3f}"},
@@ -189,29 +190,29 @@ def _tune_reading(tune: pl.DataFrame) -> str:
 
 
 def _ordered(frame: pl.DataFrame, order: list[str]) -> pl.DataFrame:
-    """``frame`` with its policies in ``order``."""
-    rank = pl.DataFrame({"policy": order, "_order": list(range(len(order)))})
-    return frame.join(rank, on="policy", how="left").sort("_order", maintain_order=True).drop("_order")
+    """``frame`` with its schedulers in ``order``."""
+    rank = pl.DataFrame({"scheduler": order, "_order": list(range(len(order)))})
+    return frame.join(rank, on="scheduler", how="left").sort("_order", maintain_order=True).drop("_order")
 
 
-def _comparison_table(policies: pl.DataFrame, order: list[str]) -> Table:
-    columns = ["policy", "utilization", "utilization_bound", "io_slowdown", "max_stretch", "mean_stretch"]
+def _comparison_table(schedulers: pl.DataFrame, order: list[str]) -> Table:
+    columns = ["scheduler", "utilization", "utilization_bound", "io_slowdown", "max_stretch", "mean_stretch"]
     columns += ["p99_stretch", "throughput", "window_start", "window_end"]
     formats = {name: "{:.3f}" for name in columns[1:7]} | {"throughput": "{:.4g}", "window_start": "{:.6g}"}
     return Table(
-        "policy-compare",
-        "Trace replay: the platform's metrics per policy",
-        _ordered(policies, order).select(columns),
+        "scheduler-compare",
+        "Trace replay: the platform's metrics per scheduler",
+        _ordered(schedulers, order).select(columns),
         formats=formats | {"window_end": "{:.6g}"},
         note="Metrics over [window_start, window_end] (s); throughput in bytes/s. A blank cell is undefined.",
     )
 
 
-def _comparison_figure(policies: pl.DataFrame, order: list[str]) -> Figure:
-    """One small bar panel per metric (policies side by side), Utilization's upper bound as a bar-wide mark."""
-    policies = _ordered(policies, order)
-    colours = [policy_colour(order, name) for name in policies["policy"].to_list()]
-    names = [plain_label(name) for name in policies["policy"].to_list()]
+def _comparison_figure(schedulers: pl.DataFrame, order: list[str]) -> Figure:
+    """One small bar panel per metric (schedulers side by side), Utilization's upper bound as a bar-wide mark."""
+    schedulers = _ordered(schedulers, order)
+    colours = [scheduler_colour(order, name) for name in schedulers["scheduler"].to_list()]
+    names = [plain_label(name) for name in schedulers["scheduler"].to_list()]
     data: list[dict[str, Any]] = []
     layout: dict[str, Any] = {"showlegend": False, "height": 520, "margin": {"l": 60, "r": 20, "t": 40, "b": 40}}
     annotations = []
@@ -240,7 +241,7 @@ def _comparison_figure(policies: pl.DataFrame, order: list[str]) -> Figure:
             {
                 "type": "bar",
                 "x": names,
-                "y": json_values(policies[column]),
+                "y": json_values(schedulers[column]),
                 "marker": {"color": colours},
                 "xaxis": f"x{suffix}",
                 "yaxis": f"y{suffix}",
@@ -254,7 +255,7 @@ def _comparison_figure(policies: pl.DataFrame, order: list[str]) -> Figure:
                     "type": "scatter",
                     "mode": "markers",
                     "x": names,
-                    "y": json_values(policies["utilization_bound"]),
+                    "y": json_values(schedulers["utilization_bound"]),
                     "marker": {"symbol": "line-ew-open", "size": 36, "color": "#000000", "line": {"width": 3}},
                     "xaxis": "x",
                     "yaxis": "y",
@@ -264,8 +265,8 @@ def _comparison_figure(policies: pl.DataFrame, order: list[str]) -> Figure:
             )
     layout["annotations"] = annotations
     return Figure(
-        "policy-compare-plot",
-        "The platform's metrics per policy",
+        "scheduler-compare-plot",
+        "The platform's metrics per scheduler",
         data,
         layout,
         note="Black marks on Utilization: its upper bound (no job ever waiting). Higher utilization and lower "
@@ -276,11 +277,11 @@ def _comparison_figure(policies: pl.DataFrame, order: list[str]) -> Figure:
 def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure], list[Table], str]:
     """Stretch distributions, who gains and who pays, per set; and the reading of the per-job numbers."""
     assert inputs.replay_jobs is not None
-    jobs = inputs.replay_jobs.select("job_id", "policy", "runtime", "stretch")
+    jobs = inputs.replay_jobs.select("job_id", "scheduler", "runtime", "stretch")
     stretch = _stretch_figure(jobs, order)
     figures = [stretch] if stretch.data else []  # no job with a finite stretch: nothing to draw
-    baseline = baseline_policy(order)
-    others = [policy for policy in order if policy != baseline]
+    baseline = baseline_scheduler(order)
+    others = [scheduler for scheduler in order if scheduler != baseline]
     changes = _changes(jobs, baseline, job_sets(inputs))
     tables: list[Table] = []
     if others:
@@ -288,8 +289,8 @@ def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure]
         per_set = _per_set(changes, order)
         tables += [
             Table(
-                "policy-extremes",
-                f"The {TOP_JOBS} biggest gains and losses per policy, against {baseline}",
+                "scheduler-extremes",
+                f"The {TOP_JOBS} biggest gains and losses per scheduler, against {baseline}",
                 extremes,
                 formats={
                     "baseline_runtime": "{:.6g}",
@@ -301,26 +302,26 @@ def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure]
                 interactive=True,
             ),
             Table(
-                "policy-sets",
+                "scheduler-sets",
                 f"Mean runtime change per set, against {baseline}",
                 per_set,
                 formats={"mean_change": "{:+.6g}", "mean_relative_change": "{:+.2%}"},
                 note=f"longer, shorter: jobs whose runtime changes by more than {NOTABLE_CHANGE:.0%}.",
             ),
         ]
-        figures += [_extremes_figure(extremes, policy, baseline) for policy in others]
+        figures += [_extremes_figure(extremes, scheduler, baseline) for scheduler in others]
         figures.append(_per_set_figure(per_set, order, baseline))
     return figures, tables, _replay_reading(inputs, jobs, changes, order, baseline)
 
 
 def _stretch_figure(jobs: pl.DataFrame, order: list[str]) -> Figure:
-    """Per policy, the ECDF of the jobs' stretch, reduced to at most 200 points."""
+    """Per scheduler, the ECDF of the jobs' stretch, reduced to at most 200 points."""
     finite = jobs.filter(pl.col("stretch").is_finite())
-    groups = {key[0]: group["stretch"] for key, group in finite.partition_by("policy", as_dict=True).items()}
+    groups = {key[0]: group["stretch"] for key, group in finite.partition_by("scheduler", as_dict=True).items()}
     traces = [
-        ecdf_trace(groups[policy], name=plain_label(policy), colour=policy_colour(order, policy))
-        for policy in order
-        if policy in groups
+        ecdf_trace(groups[scheduler], name=plain_label(scheduler), colour=scheduler_colour(order, scheduler))
+        for scheduler in order
+        if scheduler in groups
     ]
     largest = max((values.len() for values in groups.values()), default=0)
     high = max((float(values.max()) for values in groups.values()), default=1.0)  # type: ignore[arg-type]
@@ -328,21 +329,21 @@ def _stretch_figure(jobs: pl.DataFrame, order: list[str]) -> Figure:
         xaxis=number_axis("stretch (runtime / alone runtime)", log=high > 20),
         yaxis=number_axis("fraction of jobs at or below"),
     )
-    note = "One line per policy: the fraction of jobs whose stretch is at most x; further left is better."
+    note = "One line per scheduler: the fraction of jobs whose stretch is at most x; further left is better."
     if largest > ECDF_POINTS:
-        note += f" Lines go through at most {ECDF_POINTS} evenly spaced order statistics of each policy's stretches."
-    return Figure("policy-stretch", "Per-job stretch per policy (ECDF)", traces, layout, note=note)
+        note += f" Lines go through at most {ECDF_POINTS} evenly spaced order statistics of each scheduler's stretches."
+    return Figure("scheduler-stretch", "Per-job stretch per scheduler (ECDF)", traces, layout, note=note)
 
 
 def _changes(jobs: pl.DataFrame, baseline: str, sets: pl.DataFrame) -> pl.DataFrame:
-    """Per job and policy other than ``baseline``: its runtimes, change and relative change, and set."""
-    base = jobs.filter(pl.col("policy") == baseline).select("job_id", pl.col("runtime").alias("baseline_runtime"))
+    """Per job and scheduler other than ``baseline``: its runtimes, change and relative change, and set."""
+    base = jobs.filter(pl.col("scheduler") == baseline).select("job_id", pl.col("runtime").alias("baseline_runtime"))
     return (
-        jobs.filter(pl.col("policy") != baseline)
+        jobs.filter(pl.col("scheduler") != baseline)
         .join(base, on="job_id")
         .join(sets, on="job_id", how="left")
         .select(
-            "policy",
+            "scheduler",
             "job_id",
             "set",
             "baseline_runtime",
@@ -356,21 +357,21 @@ def _changes(jobs: pl.DataFrame, baseline: str, sets: pl.DataFrame) -> pl.DataFr
 
 
 def _extremes(changes: pl.DataFrame) -> pl.DataFrame:
-    """Per policy, the ``TOP_JOBS`` jobs that gain most, then those that lose most (relative change)."""
+    """Per scheduler, the ``TOP_JOBS`` jobs that gain most, then those that lose most (relative change)."""
     known = changes.filter(pl.col("relative_change").is_not_null())
     gains = known.filter(pl.col("relative_change") < 0).sort("relative_change", "job_id")
     losses = known.filter(pl.col("relative_change") > 0).sort("relative_change", "job_id", descending=[True, False])
     return pl.concat(
         [
-            gains.group_by("policy", maintain_order=True).head(TOP_JOBS).with_columns(side=pl.lit("gain")),
-            losses.group_by("policy", maintain_order=True).head(TOP_JOBS).with_columns(side=pl.lit("loss")),
+            gains.group_by("scheduler", maintain_order=True).head(TOP_JOBS).with_columns(side=pl.lit("gain")),
+            losses.group_by("scheduler", maintain_order=True).head(TOP_JOBS).with_columns(side=pl.lit("loss")),
         ]
-    ).select("policy", "side", "job_id", "set", "baseline_runtime", "runtime", "change", "relative_change")
+    ).select("scheduler", "side", "job_id", "set", "baseline_runtime", "runtime", "change", "relative_change")
 
 
-def _extremes_figure(extremes: pl.DataFrame, policy: str, baseline: str) -> Figure:
-    """Horizontal bars of the biggest gains and losses of one policy, coloured by set."""
-    rows = extremes.filter(pl.col("policy") == policy).sort("relative_change", "job_id", descending=[True, False])
+def _extremes_figure(extremes: pl.DataFrame, scheduler: str, baseline: str) -> Figure:
+    """Horizontal bars of the biggest gains and losses of one scheduler, coloured by set."""
+    rows = extremes.filter(pl.col("scheduler") == scheduler).sort("relative_change", "job_id", descending=[True, False])
     labels = rows.select(escape_text(pl.col("job_id"))).to_series()
     hover = rows.select(
         pl.format(
@@ -380,7 +381,7 @@ def _extremes_figure(extremes: pl.DataFrame, policy: str, baseline: str) -> Figu
             pl.col("baseline_runtime").round_sig_figs(6),
             pl.lit(plain_label(baseline)),
             pl.col("runtime").round_sig_figs(6),
-            pl.lit(plain_label(policy)),
+            pl.lit(plain_label(scheduler)),
             pl.col("change").round_sig_figs(6),
         )
     ).to_series()
@@ -393,7 +394,7 @@ def _extremes_figure(extremes: pl.DataFrame, policy: str, baseline: str) -> Figu
         "marker": {"color": colours},
         "hovertext": hover.to_list(),
         "hoverinfo": "text+x",
-        "name": plain_label(policy),
+        "name": plain_label(scheduler),
     }
     layout = figure_layout(
         xaxis={**number_axis(f"runtime change against {plain_label(baseline)} (%)"), "ticksuffix": " %"},
@@ -402,8 +403,8 @@ def _extremes_figure(extremes: pl.DataFrame, policy: str, baseline: str) -> Figu
         height=max(240, 60 + 18 * rows.height),
     )
     return Figure(
-        f"policy-extremes-{_slug(policy)}",
-        f"Who gains and who pays under {policy}",
+        f"scheduler-extremes-{_slug(scheduler)}",
+        f"Who gains and who pays under {scheduler}",
         [trace],
         layout,
         note=f"The {TOP_JOBS} jobs that gain most (left) and lose most (right), bars coloured by set.",
@@ -411,8 +412,8 @@ def _extremes_figure(extremes: pl.DataFrame, policy: str, baseline: str) -> Figu
 
 
 def _per_set(changes: pl.DataFrame, order: list[str]) -> pl.DataFrame:
-    """Per policy and set: jobs, mean change (s and relative), jobs more than 10 % longer and shorter."""
-    per_set = changes.group_by("policy", "set").agg(
+    """Per scheduler and set: jobs, mean change (s and relative), jobs more than 10 % longer and shorter."""
+    per_set = changes.group_by("scheduler", "set").agg(
         pl.len().alias("jobs"),
         pl.col("change").mean().alias("mean_change"),
         pl.col("relative_change").mean().alias("mean_relative_change"),
@@ -423,15 +424,15 @@ def _per_set(changes: pl.DataFrame, order: list[str]) -> pl.DataFrame:
 
 
 def _per_set_figure(per_set: pl.DataFrame, order: list[str], baseline: str) -> Figure:
-    """Mean relative runtime change per set: bars coloured by set, one hatching per policy."""
+    """Mean relative runtime change per set: bars coloured by set, one hatching per scheduler."""
     data = []
-    for i, (policy,) in enumerate(per_set.select("policy").unique(maintain_order=True).iter_rows()):
-        rows = per_set.filter(pl.col("policy") == policy)
+    for i, (scheduler,) in enumerate(per_set.select("scheduler").unique(maintain_order=True).iter_rows()):
+        rows = per_set.filter(pl.col("scheduler") == scheduler)
         sets = rows["set"].to_list()
         data.append(
             {
                 "type": "bar",
-                "name": plain_label(policy),
+                "name": plain_label(scheduler),
                 "x": [set_label(s) for s in sets],
                 "y": json_values(rows["mean_relative_change"] * 100),
                 "customdata": json_values(rows["jobs"]),
@@ -439,9 +440,9 @@ def _per_set_figure(per_set: pl.DataFrame, order: list[str], baseline: str) -> F
                 "marker": {
                     "color": [set_colour(s) for s in sets],
                     "pattern": {"shape": _PATTERNS[i % len(_PATTERNS)], "fgcolor": "#ffffff"},
-                    "line": {"color": policy_colour(order, policy), "width": 1.5},
+                    "line": {"color": scheduler_colour(order, scheduler), "width": 1.5},
                 },
-                "hovertemplate": f"{plain_label(policy)}<br>%{{x}} (%{{customdata}} jobs)"
+                "hovertemplate": f"{plain_label(scheduler)}<br>%{{x}} (%{{customdata}} jobs)"
                 "<br>mean change %{y:+.2f} %<extra></extra>",
             }
         )
@@ -451,28 +452,30 @@ def _per_set_figure(per_set: pl.DataFrame, order: list[str], baseline: str) -> F
         barmode="group",
     )
     return Figure(
-        "policy-sets-plot",
+        "scheduler-sets-plot",
         "Who gains and who pays, per set",
         data,
         layout,
-        note="Bars coloured by set; each policy has its own hatching. Below zero: the set's jobs run shorter.",
+        note="Bars coloured by set; each scheduler has its own hatching. Below zero: the set's jobs run shorter.",
     )
 
 
 def _replay_reading(
     inputs: ReportInputs, jobs: pl.DataFrame, changes: pl.DataFrame, order: list[str], baseline: str
 ) -> str:
-    """The key numbers in words: mean stretch per policy, jobs that change much, the sets that gain and pay."""
+    """The key numbers in words: mean stretch per scheduler, jobs that change much, the sets that gain and pay."""
     focus = (
         "iosets-wfq"
         if "iosets-wfq" in order and baseline != "iosets-wfq"
-        else next((policy for policy in order if policy != baseline), baseline)
+        else next((scheduler for scheduler in order if scheduler != baseline), baseline)
     )
     mean = _mean_stretch(inputs, jobs)
-    n_jobs = jobs.filter(pl.col("policy") == baseline).height
+    n_jobs = jobs.filter(pl.col("scheduler") == baseline).height
     if focus == baseline:
-        return f"The replay holds one policy, {baseline}: mean stretch {_num(mean.get(baseline))} over {n_jobs} jobs."
-    mine = changes.filter(pl.col("policy") == focus)
+        return (
+            f"The replay holds one scheduler, {baseline}: mean stretch {_num(mean.get(baseline))} over {n_jobs} jobs."
+        )
+    mine = changes.filter(pl.col("scheduler") == focus)
     longer = mine.filter(pl.col("relative_change") > NOTABLE_CHANGE).height
     shorter = mine.filter(pl.col("relative_change") < -NOTABLE_CHANGE).height
     text = (
@@ -492,8 +495,8 @@ def _replay_reading(
             f"change {best[1]:+.1%}), {set_label(worst[0])} {'pays most' if worst[1] > 0 else 'fares worst'} "
             f"({worst[1]:+.1%})."
         )
-    if inputs.replay_policies is not None:
-        row = inputs.replay_policies.filter(pl.col("policy") == focus)
+    if inputs.replay_schedulers is not None:
+        row = inputs.replay_schedulers.filter(pl.col("scheduler") == focus)
         if row.height:
             util, bound = row["utilization"][0], row["utilization_bound"][0]
             text += f" Its utilization is {_num(util)} (upper bound {_num(bound)})."
@@ -501,11 +504,11 @@ def _replay_reading(
 
 
 def _mean_stretch(inputs: ReportInputs, jobs: pl.DataFrame) -> dict[str, float | None]:
-    """Mean stretch per policy: the per-policy table's (its window), else the jobs' mean."""
-    if inputs.replay_policies is not None:
-        frame = inputs.replay_policies.select("policy", "mean_stretch")
+    """Mean stretch per scheduler: the per-scheduler table's (its window), else the jobs' mean."""
+    if inputs.replay_schedulers is not None:
+        frame = inputs.replay_schedulers.select("scheduler", "mean_stretch")
     else:
-        frame = jobs.filter(pl.col("stretch").is_finite()).group_by("policy").agg(pl.col("stretch").mean())
+        frame = jobs.filter(pl.col("stretch").is_finite()).group_by("scheduler").agg(pl.col("stretch").mean())
     return dict(frame.iter_rows())
 
 

@@ -5,10 +5,10 @@ import polars as pl
 
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..schemas import OPS
+from ..schemas import REQUESTS
 
 
-def make_periodic_ops(
+def make_periodic_requests(
     w_iter: float,
     duty: float,
     n_ranks: int = 1,
@@ -20,7 +20,7 @@ def make_periodic_ops(
     poisson: bool = False,
     random_state=None,
 ) -> tuple[pl.DataFrame, dict]:
-    """Generate the ops table of one job doing jittered periodic I/O bursts, with the true rhythm.
+    """Generate the requests table of one job doing jittered periodic I/O bursts, with the true rhythm.
 
     Burst k starts at ``first + sum of k spacings``: each spacing is ``w_iter`` times
     U[1 - jitter, 1 + jitter] (exponential of mean ``w_iter`` with ``poisson``), each burst lasts
@@ -53,7 +53,7 @@ def make_periodic_ops(
     Returns
     -------
     ops : polars.DataFrame of shape (n_phases * n_ranks * requests_per_burst, 7)
-        The ops table (:data:`iosets.schemas.OPS`, ``job_id`` 'job0', no ``file``), sorted by ``start``.
+        The requests table (:data:`iosets.schemas.REQUESTS`, ``job_id`` 'job0', no ``file``), sorted by ``start``.
     truth : dict
         ``w_iter`` (mean spacing of the bursts, s), ``alpha_io`` (time covered by bursts over
         the time from the first start to the last end) and ``n_phases`` (bursts once
@@ -61,7 +61,7 @@ def make_periodic_ops(
 
     Examples
     --------
-    >>> ops, truth = make_periodic_ops(60.0, 0.05, 4, n_phases=12, random_state=0)
+    >>> ops, truth = make_periodic_requests(60.0, 0.05, 4, n_phases=12, random_state=0)
     >>> ops.height, truth["n_phases"], round(truth["w_iter"], 2)
     (192, 12, 62.69)
     """
@@ -104,7 +104,7 @@ def make_periodic_ops(
             "start": s,
             "end": e,
         },
-        schema_overrides=OPS.polars,
+        schema_overrides=REQUESTS.polars,
     ).sort("start")
     reach = np.maximum.accumulate(b_end)  # bursts come in start order: one that starts before
     joins = b_start[1:] <= reach[:-1]  # the earlier ones end joins their phase

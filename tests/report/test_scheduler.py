@@ -1,4 +1,4 @@
-"""The "What the policy would do" section: numbers equal to the replay's and the tuning's, gains and losses by hand."""
+"""The "What each scheduler would do" section: the replay's and the tuning's numbers, gains and losses by hand."""
 
 import json
 
@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 
 from iosets.report._document import ReportInputs, set_colour
-from iosets.report._policy import baseline_policy, policy_order, policy_section
-from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_POLICIES, TUNE_RANKING
+from iosets.report._scheduler import baseline_scheduler, scheduler_order, scheduler_section
+from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_SCHEDULERS, TUNE_RANKING
 
 JOB_IDS = ["a", "b", "c"]
 RUNTIMES = {"fcfs": [10.0, 20.0, 30.0], "iosets-wfq": [8.0, 25.0, 30.0], "wfq": [10.0, 21.0, 36.0]}
@@ -17,18 +17,18 @@ RUNTIMES = {"fcfs": [10.0, 20.0, 30.0], "iosets-wfq": [8.0, 25.0, 30.0], "wfq": 
 
 def replay_jobs(runtimes=RUNTIMES):
     rows = [
-        (job, policy, runtime, runtime, 10.0, runtime / 10.0, 1.0, runtime - 10.0)
-        for policy, values in runtimes.items()
+        (job, scheduler, runtime, runtime, 10.0, runtime / 10.0, 1.0, runtime - 10.0)
+        for scheduler, values in runtimes.items()
         for job, runtime in zip(JOB_IDS, values, strict=True)
     ]
-    columns = ["job_id", "policy", "recorded_runtime", "runtime", "alone_runtime", "stretch", "io_slowdown", "wait"]
+    columns = ["job_id", "scheduler", "recorded_runtime", "runtime", "alone_runtime", "stretch", "io_slowdown", "wait"]
     return TRACE_REPLAY_JOBS.validate(pl.DataFrame(rows, schema=columns, orient="row"))
 
 
-def replay_policies():
+def replay_schedulers():
     frame = pl.DataFrame(
         {
-            "policy": ["fcfs", "iosets-wfq", "wfq"],
+            "scheduler": ["fcfs", "iosets-wfq", "wfq"],
             "utilization": [0.61, 0.72, 0.65],
             "utilization_bound": [0.8, 0.8, 0.8],
             "io_slowdown": [1.9, 1.3, None],
@@ -40,7 +40,7 @@ def replay_policies():
             "window_end": [100.0] * 3,
         }
     )
-    return TRACE_REPLAY_POLICIES.validate(frame)
+    return TRACE_REPLAY_SCHEDULERS.validate(frame)
 
 
 def recommendation():
@@ -83,7 +83,7 @@ def full_inputs(**changes):
         "jobs": jobs(),
         "recommendation": recommendation(),
         "replay_jobs": replay_jobs(),
-        "replay_policies": replay_policies(),
+        "replay_schedulers": replay_schedulers(),
         "tune": tune(),
     }
     return ReportInputs(**(given | changes))
@@ -99,16 +99,16 @@ def figure(section, figure_id):
 
 def test_order_and_baseline():
     inputs = full_inputs()
-    assert policy_order(inputs) == ["fcfs", "iosets-wfq", "wfq"]
-    assert baseline_policy(["wfq", "fcfs"]) == "fcfs"
-    assert baseline_policy(["wfq", "rbfq"]) == "wfq"
+    assert scheduler_order(inputs) == ["fcfs", "iosets-wfq", "wfq"]
+    assert baseline_scheduler(["wfq", "fcfs"]) == "fcfs"
+    assert baseline_scheduler(["wfq", "rbfq"]) == "wfq"
 
 
 def test_comparison_table_and_bars_equal_the_per_policy_table():
-    section = policy_section(full_inputs())
-    compare = table(section, "policy-compare").frame
-    assert compare.equals(replay_policies().select(compare.columns))
-    plot = figure(section, "policy-compare-plot")
+    section = scheduler_section(full_inputs())
+    compare = table(section, "scheduler-compare").frame
+    assert compare.equals(replay_schedulers().select(compare.columns))
+    plot = figure(section, "scheduler-compare-plot")
     bars = {trace["name"]: trace for trace in plot.data if trace["type"] == "bar"}
     assert bars["Utilization"]["x"] == ["fcfs", "iosets-wfq", "wfq"]
     assert bars["Utilization"]["y"] == [0.61, 0.72, 0.65]
@@ -119,24 +119,24 @@ def test_comparison_table_and_bars_equal_the_per_policy_table():
 
 
 def test_gains_and_losses_by_hand():
-    section = policy_section(full_inputs())
-    extremes = table(section, "policy-extremes").frame
-    assert extremes.select("policy", "side", "job_id", "set", "change").rows() == [
+    section = scheduler_section(full_inputs())
+    extremes = table(section, "scheduler-extremes").frame
+    assert extremes.select("scheduler", "side", "job_id", "set", "change").rows() == [
         ("iosets-wfq", "gain", "a", 0, -2.0),
         ("iosets-wfq", "loss", "b", 1, 5.0),
         ("wfq", "loss", "c", 1, 6.0),
         ("wfq", "loss", "b", 1, 1.0),
     ]
     assert extremes["relative_change"].to_list() == pytest.approx([-0.2, 0.25, 0.2, 0.05])
-    bars = figure(section, "policy-extremes-iosets-wfq").data[0]
+    bars = figure(section, "scheduler-extremes-iosets-wfq").data[0]
     assert bars["y"] == ["b", "a"] and bars["x"] == pytest.approx([25.0, -20.0])
     assert bars["marker"]["color"] == [set_colour(1), set_colour(0)]
 
 
 def test_mean_change_per_set_by_hand():
-    section = policy_section(full_inputs())
-    per_set = table(section, "policy-sets").frame
-    assert per_set.select("policy", "set", "jobs", "longer", "shorter").rows() == [
+    section = scheduler_section(full_inputs())
+    per_set = table(section, "scheduler-sets").frame
+    assert per_set.select("scheduler", "set", "jobs", "longer", "shorter").rows() == [
         ("iosets-wfq", 0, 1, 0, 1),
         ("iosets-wfq", 1, 2, 1, 0),
         ("wfq", 0, 1, 0, 0),
@@ -144,13 +144,13 @@ def test_mean_change_per_set_by_hand():
     ]
     assert per_set["mean_change"].to_list() == pytest.approx([-2.0, 2.5, 0.0, 3.5])
     assert per_set["mean_relative_change"].to_list() == pytest.approx([-0.2, 0.125, 0.0, 0.125])
-    plot = figure(section, "policy-sets-plot")
+    plot = figure(section, "scheduler-sets-plot")
     assert [trace["name"] for trace in plot.data] == ["iosets-wfq", "wfq"]
     assert plot.data[0]["y"] == pytest.approx([-20.0, 12.5])
 
 
 def test_reading_gives_the_key_numbers():
-    reading = policy_section(full_inputs()).reading
+    reading = scheduler_section(full_inputs()).reading
     assert "Under iosets-wfq, mean stretch 1.11 against 1.14 under fcfs" in reading
     assert "of 3 jobs, 1 run more than 10% longer and 1 more than 10% shorter" in reading
     assert "Set 0 gains most (mean runtime change -20.0%), set 1 pays most (+12.5%)" in reading
@@ -162,11 +162,11 @@ def test_reading_gives_the_key_numbers():
 def test_stretch_ecdf_is_reduced_and_exact():
     rng = np.random.default_rng(1)
     n = 1000
-    stretch = {policy: 1 + rng.exponential(0.2 * (k + 1), n) for k, policy in enumerate(["fcfs", "wfq"])}
+    stretch = {scheduler: 1 + rng.exponential(0.2 * (k + 1), n) for k, scheduler in enumerate(["fcfs", "wfq"])}
     frame = pl.DataFrame(
         {
             "job_id": [f"j{i}" for i in range(n)] * 2,
-            "policy": ["fcfs"] * n + ["wfq"] * n,
+            "scheduler": ["fcfs"] * n + ["wfq"] * n,
             "recorded_runtime": 1.0,
             "runtime": np.concatenate(list(stretch.values())),
             "alone_runtime": 1.0,
@@ -176,7 +176,7 @@ def test_stretch_ecdf_is_reduced_and_exact():
         }
     )
     inputs = ReportInputs(jobs=jobs(), replay_jobs=TRACE_REPLAY_JOBS.validate(frame))
-    plot = figure(policy_section(inputs), "policy-stretch")
+    plot = figure(scheduler_section(inputs), "scheduler-stretch")
     assert [trace["name"] for trace in plot.data] == ["fcfs", "wfq"]
     for trace in plot.data:
         values = np.sort(stretch[trace["name"]])
@@ -187,7 +187,7 @@ def test_stretch_ecdf_is_reduced_and_exact():
 
 
 def test_missing_both_names_the_three_commands():
-    section = policy_section(ReportInputs(jobs=jobs()))
+    section = scheduler_section(ReportInputs(jobs=jobs()))
     assert section.missing is not None
     for command in (
         "iosets ingest LOGS --site -o site.parquet",
@@ -198,29 +198,29 @@ def test_missing_both_names_the_three_commands():
 
 
 def test_tuning_alone_says_what_the_replay_needs():
-    section = policy_section(ReportInputs(jobs=jobs(), tune=tune()))
-    assert section.missing is None and [t.id for t in section.tables] == ["policy-tune"]
+    section = scheduler_section(ReportInputs(jobs=jobs(), tune=tune()))
+    assert section.missing is None and [t.id for t in section.tables] == ["scheduler-tune"]
     assert section.figures == ()
     assert "iosets replay-trace site.parquet" in section.reading
-    assert table(section, "policy-tune").frame["mapping"].to_list() == ["set-10", "gmm", "fair-share"]
+    assert table(section, "scheduler-tune").frame["mapping"].to_list() == ["set-10", "gmm", "fair-share"]
 
 
 def test_replay_alone_says_what_the_tuning_needs():
-    section = policy_section(full_inputs(tune=None))
+    section = scheduler_section(full_inputs(tune=None))
     assert section.missing is None
     assert "No tuning given: `iosets tune JOBS -o ranking.parquet`" in section.reading
-    assert "policy-compare" in [t.id for t in section.tables]
+    assert "scheduler-compare" in [t.id for t in section.tables]
 
 
 def test_one_policy_has_no_gains_table():
-    inputs = full_inputs(replay_jobs=replay_jobs({"fcfs": RUNTIMES["fcfs"]}), replay_policies=None, tune=None)
-    section = policy_section(inputs)
-    assert [f.id for f in section.figures] == ["policy-stretch"]
-    assert "one policy, fcfs: mean stretch 2 over 3 jobs" in section.reading
+    inputs = full_inputs(replay_jobs=replay_jobs({"fcfs": RUNTIMES["fcfs"]}), replay_schedulers=None, tune=None)
+    section = scheduler_section(inputs)
+    assert [f.id for f in section.figures] == ["scheduler-stretch"]
+    assert "one scheduler, fcfs: mean stretch 2 over 3 jobs" in section.reading
 
 
 def test_policy_names_are_escaped_in_plots():
     runtimes = {"fcfs": RUNTIMES["fcfs"], "<i>x</i>": RUNTIMES["wfq"]}
-    section = policy_section(full_inputs(replay_jobs=replay_jobs(runtimes), replay_policies=None, tune=None))
+    section = scheduler_section(full_inputs(replay_jobs=replay_jobs(runtimes), replay_schedulers=None, tune=None))
     text = json.dumps([f.data for f in section.figures])
     assert "<i>" not in text and "&lt;i&gt;x&lt;/i&gt;" in text

@@ -1,12 +1,12 @@
-"""make_periodic_ops, the generator the periodicity tests and benchmark rely on: its requests and its truth."""
+"""make_periodic_requests, the generator the periodicity tests and benchmark rely on: its requests and its truth."""
 
 import numpy as np
 import polars as pl
 import pytest
 
-from iosets.datasets import make_periodic_ops
+from iosets.datasets import make_periodic_requests
 from iosets.errors import InputError
-from iosets.schemas import OPS
+from iosets.schemas import REQUESTS
 
 
 def _union(intervals):
@@ -22,9 +22,9 @@ def _union(intervals):
 
 def test_strict_period_closed_form():
     w, duty, n = 50.0, 0.1, 8
-    ops, truth = make_periodic_ops(w, duty, 3, n_phases=n, jitter=0.0, requests_per_burst=5, random_state=2)
+    ops, truth = make_periodic_requests(w, duty, 3, n_phases=n, jitter=0.0, requests_per_burst=5, random_state=2)
     assert ops.height == n * 3 * 5
-    assert OPS.validate(ops).select(ops.columns).equals(ops)
+    assert REQUESTS.validate(ops).select(ops.columns).equals(ops)
     assert ops["start"].is_sorted() and (ops["end"] > ops["start"]).all()
     assert truth["w_iter"] == pytest.approx(w, rel=1e-12)
     assert truth["n_phases"] == n
@@ -36,7 +36,7 @@ def test_strict_period_closed_form():
 
 
 def test_overlapping_poisson_bursts_merge_in_the_truth():
-    ops, truth = make_periodic_ops(5.0, 0.5, 2, n_phases=60, poisson=True, random_state=11)
+    ops, truth = make_periodic_requests(5.0, 0.5, 2, n_phases=60, poisson=True, random_state=11)
     by_rank0 = ops.filter(pl.col("rank") == 0).sort("start")
     per_burst = by_rank0.with_columns((pl.int_range(pl.len()) // 4).alias("burst")).group_by("burst")
     bursts = per_burst.agg(pl.col("start").min(), pl.col("end").max()).sort("burst").select("start", "end").rows()
@@ -47,8 +47,8 @@ def test_overlapping_poisson_bursts_merge_in_the_truth():
 
 
 def test_same_seed_same_trace():
-    a, ta = make_periodic_ops(30.0, 0.05, 4, random_state=7)
-    b, tb = make_periodic_ops(30.0, 0.05, 4, random_state=np.random.default_rng(7))
+    a, ta = make_periodic_requests(30.0, 0.05, 4, random_state=7)
+    b, tb = make_periodic_requests(30.0, 0.05, 4, random_state=np.random.default_rng(7))
     assert a.equals(b) and ta == tb
 
 
@@ -67,4 +67,4 @@ def test_same_seed_same_trace():
 )
 def test_bad_parameters(args, kwargs, message):
     with pytest.raises(InputError, match=message):
-        make_periodic_ops(*args, **kwargs)
+        make_periodic_requests(*args, **kwargs)

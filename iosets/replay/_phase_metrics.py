@@ -1,4 +1,4 @@
-"""Utilization, IO-slowdown and Max Stretch over a window (seed 004, section V-D), computed in C."""
+"""Utilization, IO-slowdown and Max Stretch over a window (IO-SETS paper, section V-D), computed in C."""
 
 from __future__ import annotations
 
