@@ -13,9 +13,9 @@ from fastapi.responses import JSONResponse
 
 from .._version import __version__
 from ..errors import InputError
-from . import _routes
 from ._auth import TokenCache
 from ._metrics import MetricsMiddleware
+from ._routes import health, jobs, policy, recommendations, report
 from ._service import Conflict, Service
 from ._settings import Settings
 from ._uploads import TooLarge
@@ -61,8 +61,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.service = service
     app.state.tokens = TokenCache(service.store)
-    for router in (_routes.health, _routes.recommendations, _routes.jobs, _routes.policy):
-        app.include_router(router)
+    for resource in (health, recommendations, jobs, report, policy):
+        app.include_router(resource.router)
     app.add_exception_handler(InputError, _detail(422))
     app.add_exception_handler(Conflict, _detail(409))
     app.add_exception_handler(TooLarge, _detail(413))

@@ -11,7 +11,6 @@ learns of another one's jobs and policies by polling the store's counts every se
 from __future__ import annotations
 
 import logging
-import tempfile
 import threading
 import time
 import warnings
@@ -261,7 +260,7 @@ class Service:
 
         ``active`` and ``rpc_capacity`` are the options of the ``tbf`` format (ignored by the others).
         """
-        from ..recommender import export
+        from ..recommender import render_export
 
         self.refresh()
         state = self._state
@@ -275,9 +274,10 @@ class Service:
         if fmt == "tbf":
             given = {"active": active, "rpc_capacity": rpc_capacity}
             options |= {name: value for name, value in given.items() if value is not None}
-        with tempfile.TemporaryDirectory(prefix="iosets-export-") as folder:
-            paths = export(state.known.predict(state.history), fmt, folder, **options)
-            return paths[-1].read_text(encoding="utf-8")  # agios: wfq.conf, the weights
+        if fmt == "agios":  # the answer is wfq.conf, the weights; agios.conf, which names its path, is not served
+            options["wfq_path"] = "wfq.conf"
+        rendered = render_export(state.known.predict(state.history), fmt, **options)
+        return list(rendered.values())[-1]  # agios: wfq.conf; the other formats render one file
 
     def report(self) -> str:
         """The HTML report (``iosets report``) of the stored jobs and their answers under the current policy.

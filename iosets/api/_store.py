@@ -2,8 +2,12 @@
 
 The schema is versioned: ``schema_version`` holds the number of the last migration applied, and
 :meth:`Store.migrate` applies the missing ones in order, one transaction each, so an upgrade keeps a
-site's history. A job is inserted with ``INSERT ... ON CONFLICT (job_id) DO NOTHING``: a retried post
-finds the stored row and never writes a second one.
+site's history. Each migration spells out its tables and columns and never changes once released: the
+``jobs`` table follows :data:`iosets.schemas.JOBS`, so **a new JOBS column needs a numbered migration**
+(appended to :data:`MIGRATIONS`, ``ALTER TABLE jobs ADD COLUMN ...``); a store lacking a column the
+code uses is refused when it opens, naming the column. A job is inserted with
+``INSERT ... ON CONFLICT (job_id) DO NOTHING``: a retried post finds the stored row and never writes a
+second one.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import polars as pl
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from ..errors import InputError
+from ..errors import InputError, IosetsError
 from ..schemas import JOBS
 
 _SQL_TYPES: dict[Any, Callable[[], Any]] = {
@@ -62,7 +66,57 @@ _JOB_KEY = sa.func.coalesce(jobs.c.start, _NO_START)
 
 
 def _create_tables(conn: sa.Connection) -> None:
-    metadata.create_all(conn, tables=[jobs, policies, tokens])
+    """Migration 1: the jobs table (the JOBS columns of its release, frozen), the policies and the tokens."""
+    frozen = sa.MetaData()
+    sa.Table(
+        "jobs",
+        frozen,
+        sa.Column("job_id", sa.Text, primary_key=True),
+        sa.Column("user", sa.Text),
+        sa.Column("app", sa.Text),
+        sa.Column("nprocs", sa.BigInteger),
+        sa.Column("start", sa.Float),
+        sa.Column("end", sa.Float),
+        sa.Column("runtime", sa.Float),
+        sa.Column("bytes_read", sa.Float),
+        sa.Column("bytes_written", sa.Float),
+        sa.Column("io_time", sa.Float),
+        sa.Column("reads", sa.BigInteger),
+        sa.Column("writes", sa.BigInteger),
+        sa.Column("modules", sa.Text),
+        sa.Column("w_iter", sa.Float),
+        sa.Column("w_iter_confidence", sa.Float),
+        sa.Column("alpha_io", sa.Float),
+        sa.Column("n_phases", sa.BigInteger),
+        sa.Column("not_periodic", sa.Text),
+        sa.Column("explanation", sa.Text),
+        sa.Column("source", sa.Text),
+        sa.Column("rhythm_from", sa.Text),
+        sa.Column("resolution", sa.Float),
+        sa.Column("partial", sa.Boolean),
+        sa.Column("n_logs", sa.BigInteger),
+        sa.Column("step", sa.Text),
+        sa.Column("path", sa.Text),
+        sa.Column("received_at", sa.Float, nullable=False),
+    )
+    sa.Table(
+        "policies",
+        frozen,
+        sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("params", sa.Text, nullable=False),
+    )
+    sa.Table(
+        "tokens",
+        frozen,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("sha256", sa.String(64), nullable=False, unique=True),
+        sa.Column("scopes", sa.Text, nullable=False),
+        sa.Column("note", sa.Text, nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("revoked", sa.Boolean, nullable=False),
+    )
+    frozen.create_all(conn)
 
 
 def _index_jobs(conn: sa.Connection) -> None:
@@ -71,7 +125,22 @@ def _index_jobs(conn: sa.Connection) -> None:
 
 
 MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_tables, _index_jobs)
-"""Migration steps in order; step i (1-based) brings the schema to version i. Append, never edit."""
+"""Migration steps in order; step i (1-based) brings the schema to version i. Append, never edit: a new JOBS
+column needs a numbered migration."""
+
+
+def missing_columns(conn: sa.Connection) -> list[str]:
+    """``table.column`` of each column the code reads or writes that the store's tables lack.
+
+    The jobs table's columns are :data:`iosets.schemas.JOBS`'s and ``received_at``.
+    """
+    inspector = sa.inspect(conn)
+    used = {"jobs": [*JOBS.names, "received_at"], **{t.name: [c.name for c in t.columns] for t in (policies, tokens)}}
+    missing: list[str] = []
+    for table, names in used.items():
+        stored = {column["name"] for column in inspector.get_columns(table)}
+        missing += [f"{table}.{name}" for name in names if name not in stored]
+    return missing
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -96,6 +165,8 @@ def open_engine(url: str) -> sa.Engine:
 
 class Store:
     """The service's tables; every method is one short transaction.
+
+    Opening a store migrates it to the newest schema version; a new JOBS column needs a numbered migration.
 
     Parameters
     ----------
@@ -141,7 +212,10 @@ class Store:
             return int(conn.execute(sa.select(sa.func.max(schema_version.c.version))).scalar() or 0)
 
     def migrate(self) -> int:
-        """Apply the missing migration steps, one transaction each; return the schema version reached."""
+        """Apply the missing migration steps, one transaction each; return the schema version reached.
+
+        IosetsError if the store still lacks a column the code uses (a JOBS column added without its migration).
+        """
         with self._writing() as conn:
             metadata.create_all(conn, tables=[schema_version])
         for step, migration in enumerate(MIGRATIONS, start=1):
@@ -154,6 +228,14 @@ class Store:
                 migration(conn)
                 conn.execute(sa.delete(schema_version))
                 conn.execute(sa.insert(schema_version).values(version=step))
+        with self.engine.connect() as conn:
+            missing = missing_columns(conn)
+        if missing:
+            store = self.engine.url.render_as_string(hide_password=True)
+            raise IosetsError(
+                f"store {store} at schema version {len(MIGRATIONS)} lacks column(s) {', '.join(missing)} that this"
+                " iosets uses: a new JOBS column needs a numbered migration (iosets/api/_store.py MIGRATIONS)"
+            )
         return len(MIGRATIONS)
 
     # -------------------------------------------------------------------------------------- jobs

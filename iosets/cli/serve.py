@@ -18,8 +18,7 @@ from ..errors import InputError
 from ._output import echo
 
 if TYPE_CHECKING:
-    from ..api._settings import Settings
-    from ..api._store import Store
+    from ..api import Settings, Store
 
 SERVICE_MODULES = ("fastapi", "uvicorn", "sqlalchemy", "python_multipart", "prometheus_client")
 DataDir = Annotated[
@@ -31,17 +30,18 @@ Database = Annotated[
 Config = Annotated[Path | None, typer.Option(help="iosets.toml: [service] and [policy] tables.", show_default=False)]
 
 
-def _check_service_extra() -> None:
+def _check_service_extra(command: str) -> None:
+    """InputError naming ``command`` and the install command unless the service extra's modules import."""
     try:
         for name in SERVICE_MODULES:
             importlib.import_module(name)
     except ImportError:
-        raise InputError("iosets serve needs the service extra: pip install 'iosets[service]'") from None
+        raise InputError(f"{command} needs the service extra: pip install 'iosets[service]'") from None
 
 
-def _settings(config: Path | None, **options: object) -> Settings:
-    _check_service_extra()
-    from ..api._settings import load_settings
+def _settings(command: str, config: Path | None, **options: object) -> Settings:
+    _check_service_extra(command)
+    from ..api import load_settings
 
     given = {name: str(value) if isinstance(value, Path) else value for name, value in options.items()}
     if given.get("data_dir") is not None and given.get("database") is not None:
@@ -62,16 +62,23 @@ def serve(
 ) -> None:
     """Run the REST service: recommendations for starting jobs, learned from every finished job."""
     settings = _settings(
-        config, host=host, port=port, data_dir=data_dir, database=database, lua_out=lua_out, workers=workers
+        "iosets serve",
+        config,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        database=database,
+        lua_out=lua_out,
+        workers=workers,
     )
     import uvicorn
 
-    from ..api._app import SETTINGS_ENV
+    from ..api import SETTINGS_ENV
 
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
     echo(f"iosets serve: listening on http://{settings.host}:{settings.port} (store: {settings.store_label})")
     uvicorn.run(
-        "iosets.api._app:app_from_environment",
+        "iosets.api:app_from_environment",
         factory=True,
         host=settings.host,
         port=settings.port,
@@ -84,9 +91,9 @@ def serve(
 token_app = typer.Typer(help="Bearer tokens of the REST service: create, list, revoke.", no_args_is_help=True)
 
 
-def _store(data_dir: Path | None, database: str | None) -> Store:
-    settings = _settings(None, data_dir=data_dir, database=database)
-    from ..api._store import Store
+def _store(command: str, data_dir: Path | None, database: str | None) -> Store:
+    settings = _settings(command, None, data_dir=data_dir, database=database)
+    from ..api import Store
 
     return Store(settings.store_url)
 
@@ -99,9 +106,9 @@ def create(
     database: Database = None,
 ) -> None:
     """Create a token; it is printed once, alone on the last line, and only its SHA-256 is stored."""
-    from ..api._auth import create_token
+    store = _store("iosets token create", data_dir, database)
+    from ..api import create_token
 
-    store = _store(data_dir, database)
     try:
         token_id, token = create_token(store, scope, note)
     finally:
@@ -117,7 +124,7 @@ def list_tokens(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tokens as JSON.")] = False,
 ) -> None:
     """List the tokens: id, scopes, note, creation date, revoked."""
-    store = _store(data_dir, database)
+    store = _store("iosets token list", data_dir, database)
     try:
         rows = store.tokens()
     finally:
@@ -138,7 +145,7 @@ def revoke(
     database: Database = None,
 ) -> None:
     """Revoke a token: requests with it get 401 from now on."""
-    store = _store(data_dir, database)
+    store = _store("iosets token revoke", data_dir, database)
     try:
         store.revoke_token(token_id)
     finally:

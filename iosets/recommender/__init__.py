@@ -13,7 +13,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._enforcement import AGIOS_MAX_WEIGHT, rbfq_reservations, wfq_weights
-    from ._export import EXPORT_FORMATS, export
+    from ._export import EXPORT_FORMATS, export, render_export
     from ._export_agios import agios_queues
     from ._export_cgroup import SLURM_CGROUP_ROOT, cgroup_weights
     from ._export_slurm import recommendation_document
@@ -30,6 +30,7 @@ _EXPORTS = {
     "wfq_weights": "._enforcement",
     "EXPORT_FORMATS": "._export",
     "export": "._export",
+    "render_export": "._export",
     "agios_queues": "._export_agios",
     "SLURM_CGROUP_ROOT": "._export_cgroup",
     "cgroup_weights": "._export_cgroup",

@@ -31,8 +31,46 @@ _FORMATS: dict[str, tuple[Callable[..., tuple[str, ...]], tuple[str, ...], int, 
 }
 
 
+def render_export(
+    recommended: pl.DataFrame, fmt: str, *, generated: datetime | None = None, **options
+) -> dict[str, str]:
+    """The files of ``recommended`` in format ``fmt`` as text, without writing them.
+
+    Parameters
+    ----------
+    recommended : polars.DataFrame
+        Output of :func:`recommend` or :meth:`Recommender.predict`, as :func:`export` takes it.
+    fmt : str
+        One of :data:`EXPORT_FORMATS`, with the options :func:`export` lists; ``agios`` needs
+        ``wfq_path`` (where ``wfq.conf`` will be installed), since no file is written.
+    generated : datetime.datetime, default=None
+        The date the files' headers give, shown in UTC (a naive date is local time); default: now.
+
+    Returns
+    -------
+    dict of str to str
+        Default file name -> text, in the order :func:`export` writes them (``agios``:
+        ``agios.conf`` then ``wfq.conf``).
+
+    Examples
+    --------
+    >>> from iosets.recommender import recommend
+    >>> rec = recommend(pl.DataFrame({"job_id": ["a", "b"], "w_iter": [8.0, 95.0]}))
+    >>> render_export(rec, "agios", wfq_path="/etc/agios/wfq.conf")["wfq.conf"]
+    '10485760\\n1048576\\n'
+    """
+    check_choice(fmt, "export format", EXPORT_FORMATS)
+    render, names, _, columns = _FORMATS[fmt]
+    recommended = _check_recommendation(recommended, fmt, columns)
+    if "policy" in options and fmt in ("json", "lua"):
+        options["mapping"] = renamed_policy(options.pop("mapping", None), options.pop("policy"))
+    _check_options(fmt, render, options)
+    texts = render(recommended, generated=_date(generated), **options)
+    return dict(zip(names, texts, strict=True))
+
+
 def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **options) -> list[Path]:
-    """Write ``recommended`` in format ``fmt`` and return the paths written.
+    """Write ``recommended`` in format ``fmt`` (the files :func:`render_export` renders) and return the paths written.
 
     Parameters
     ----------
@@ -55,6 +93,8 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
           :func:`recommendation_document`); options ``mapping`` (the mapping's name,
           recorded, and the mapping of the recommender fitted on ``recommended``;
           ``policy`` is its deprecated name) and ``recommender`` (fitted, or to fit).
+
+        Every format also takes ``generated``, the date of the files' headers (see :func:`render_export`).
     out : path
         A directory (existing, or a name without suffix) gets the default file names
         (``agios.conf`` + ``wfq.conf``, ``iosets-tbf.sh``, ``iosets-io-weight.sh``,
@@ -75,21 +115,25 @@ def export(recommended: pl.DataFrame, fmt: str, out: str | os.PathLike, **option
     ['agios.conf', 'wfq.conf']
     """
     check_choice(fmt, "export format", EXPORT_FORMATS)
-    render, names, mode, columns = _FORMATS[fmt]
-    recommended = _check_recommendation(recommended, fmt, columns)
-    if "policy" in options and fmt in ("json", "lua"):
-        options["mapping"] = renamed_policy(options.pop("mapping", None), options.pop("policy"))
+    _, names, mode, _ = _FORMATS[fmt]
     paths = _paths(Path(out), names)
     if fmt == "agios":
         options.setdefault("wfq_path", str(paths[1].absolute()))
-    _check_options(fmt, render, options)
-    generated = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    texts = render(recommended, generated=generated, **options)
-    for path, text in zip(paths, texts, strict=True):
+    texts = render_export(recommended, fmt, **options)
+    for path, text in zip(paths, texts.values(), strict=True):
         with atomic_path(path) as tmp:
             tmp.write_text(text, encoding="utf-8")
             tmp.chmod(mode)
     return paths
+
+
+def _date(generated: datetime | None) -> str:
+    """``generated`` (default: now) as the headers give it: ``2024-05-01T12:00:00Z``."""
+    if generated is None:
+        generated = datetime.now(UTC)
+    elif not isinstance(generated, datetime):
+        raise InputError(f"generated must be a datetime, got {type(generated).__name__} {generated!r}")
+    return generated.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _paths(out: Path, names: tuple[str, ...]) -> list[Path]:

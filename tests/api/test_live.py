@@ -148,6 +148,18 @@ def test_serve_without_the_service_extra_says_how_to_install_it(monkeypatch):
     )
 
 
+@pytest.mark.parametrize("command", [["create", "--scope", "read"], ["list"], ["revoke", "1"]])
+def test_token_commands_without_the_service_extra_say_how_to_install_it(monkeypatch, tmp_path, command):
+    monkeypatch.setitem(sys.modules, "fastapi", None)  # as if the service extra were not installed
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)
+    done = CliRunner().invoke(cli, ["token", *command, "--data-dir", str(tmp_path / "store")])
+    assert (done.exit_code, done.stderr) == (
+        1,
+        f"error: iosets token {command[0]} needs the service extra: pip install 'iosets[service]'\n",
+    )
+    assert not (tmp_path / "store").exists()
+
+
 def test_a_bad_config_key_is_one_line_naming_file_table_and_key(tmp_path):
     config = tmp_path / "iosets.toml"
     config.write_text("[policy]\nsafety = -2\n")

@@ -1,8 +1,16 @@
 """The store: versioned migrations, idempotent inserts, ordered pages, policies and hashed tokens (SQLite)."""
 
+import dataclasses
+import re
+
+import polars as pl
+import pytest
 import sqlalchemy as sa
 
-from iosets.api._store import MIGRATIONS, Store, jobs, metadata, schema_version
+from iosets.api import _store
+from iosets.api._store import MIGRATIONS, Store, jobs, metadata, missing_columns, policies, schema_version, tokens
+from iosets.errors import IosetsError
+from iosets.schemas import JOBS, Column
 
 
 def test_a_new_store_is_at_the_last_migration(tmp_path):
@@ -30,6 +38,60 @@ def test_an_old_store_is_upgraded_in_place_and_keeps_its_jobs(tmp_path):
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(schema_version)).scalar() == 1
     assert Store(url).schema_version() == 2  # reopening applies nothing
+
+
+def _columns(store, table):
+    with store.engine.connect() as conn:
+        return [column["name"] for column in sa.inspect(conn).get_columns(table)]
+
+
+def test_the_stored_tables_have_the_columns_of_jobs_after_every_migration(tmp_path):
+    store = Store(f"sqlite:///{tmp_path / 'iosets.db'}")  # fails first if a JOBS column lacks its migration
+    assert _columns(store, "jobs") == [*JOBS.names, "received_at"]
+    assert _columns(store, "policies") == [column.name for column in policies.columns]
+    assert _columns(store, "tokens") == [column.name for column in tokens.columns]
+    with store.engine.connect() as conn:
+        assert missing_columns(conn) == []
+
+
+def _jobs_with_queue():
+    """JOBS with one more column, as a later release would have it."""
+    return dataclasses.replace(JOBS, columns=(*JOBS.columns, Column("queue", pl.String, "Batch queue.")))
+
+
+def _add_queue(conn):
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN queue TEXT"))
+
+
+def test_a_jobs_column_without_its_migration_is_refused_naming_it(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'iosets.db'}"
+    Store(url).close()
+    monkeypatch.setattr(_store, "JOBS", _jobs_with_queue())
+    message = (
+        f"store {re.escape(url)} at schema version 2 lacks column.s. jobs.queue that this iosets uses: "
+        "a new JOBS column needs a numbered migration"
+    )
+    with pytest.raises(IosetsError, match=message):
+        Store(url)
+    with pytest.raises(IosetsError, match="lacks column.s. jobs.queue"):
+        Store("sqlite://")  # a new store too: migration 1 is frozen, not built from JOBS
+
+
+def test_a_new_numbered_migration_adds_the_column_and_keeps_the_rows(tmp_path, monkeypatch):
+    url = f"sqlite:///{tmp_path / 'iosets.db'}"
+    today = Store(url)
+    today.insert_job({"job_id": "old", "user": "u", "app": "A", "w_iter": 4.0}, received_at=1.0)
+    today.close()
+    monkeypatch.setattr(_store, "JOBS", _jobs_with_queue())
+    monkeypatch.setattr(_store, "MIGRATIONS", (*MIGRATIONS, _add_queue))
+    upgraded = Store(url)
+    assert upgraded.schema_version() == 3
+    assert _columns(upgraded, "jobs") == [*JOBS.names, "received_at", "queue"]
+    with upgraded.engine.connect() as conn:
+        rows = conn.execute(sa.text("SELECT job_id, app, w_iter, received_at, queue FROM jobs")).all()
+    assert rows == [("old", "A", 4.0, 1.0, None)]
+    assert Store(url).schema_version() == 3  # reopening applies nothing
+    assert _columns(Store("sqlite://"), "jobs")[-1] == "queue"  # a new store gets it too
 
 
 def test_an_insert_is_idempotent_by_job_id():

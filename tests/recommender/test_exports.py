@@ -7,6 +7,7 @@ import shlex
 import stat
 import subprocess
 import warnings
+from datetime import UTC, datetime, timedelta, timezone
 from importlib.resources import files
 
 import libconf
@@ -17,7 +18,7 @@ from lupa import LuaRuntime
 
 from iosets.datasets import make_job_history
 from iosets.errors import InputError
-from iosets.recommender import Recommender, recommend, recommendation_document, set_summary
+from iosets.recommender import Recommender, recommend, recommendation_document, render_export, set_summary
 from iosets.recommender._enforcement import AGIOS_MAX_WEIGHT
 from iosets.recommender._export import EXPORT_FORMATS, export
 from iosets.recommender._export_cgroup import cgroup_weights
@@ -399,6 +400,43 @@ def test_unknown_option(recommended, tmp_path):
     message = "unknown option.s. for the json export: active; expected mapping, recommender"
     with pytest.raises(InputError, match=message):
         export(recommended, "json", tmp_path, active=[])
+
+
+# ---- render_export: the files as text, what export writes ----------------------------------------------------------
+
+GENERATED = datetime(2024, 5, 1, 12, 30, 5, tzinfo=UTC)
+OPTIONS = {
+    "agios": {},
+    "tbf": {"active": ["101", "104", "107"], "rpc_capacity": 1100.0},
+    "cgroup": {},
+    "json": {},
+    "lua": {},
+}
+
+
+@pytest.mark.parametrize("fmt", EXPORT_FORMATS)
+def test_the_rendered_text_is_the_written_file_byte_for_byte(recommended, tmp_path, fmt):
+    paths = export(recommended, fmt, tmp_path, generated=GENERATED, **OPTIONS[fmt])
+    wfq_path = {"wfq_path": str(paths[-1].absolute())} if fmt == "agios" else {}  # export's default: the file written
+    rendered = render_export(recommended, fmt, generated=GENERATED, **OPTIONS[fmt], **wfq_path)
+    assert list(rendered) == [path.name for path in paths]
+    assert {name: text.encode("utf-8") for name, text in rendered.items()} == {p.name: p.read_bytes() for p in paths}
+    assert "2024-05-01T12:30:05Z" in next(iter(rendered.values()))
+
+
+def test_the_rendered_date_is_shown_in_utc(recommended):
+    paris = datetime(2024, 5, 1, 14, 30, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert render_export(recommended, "lua", generated=paris) == render_export(recommended, "lua", generated=GENERATED)
+    with pytest.raises(InputError, match="generated must be a datetime, got str '2024-05-01'"):
+        render_export(recommended, "lua", generated="2024-05-01")
+
+
+def test_rendering_agios_needs_the_path_wfq_conf_will_have(recommended):
+    with pytest.raises(InputError, match="the agios export needs option.s.: wfq_path"):
+        render_export(recommended, "agios")
+    rendered = render_export(recommended, "agios", wfq_path="/etc/agios/wfq.conf")
+    assert 'wfq_conf = "/etc/agios/wfq.conf";' in rendered["agios.conf"]
+    assert [int(line) for line in rendered["wfq.conf"].splitlines()] == set_summary(recommended)["wfq_weight"].to_list()
 
 
 # ---- the document answers as Recommender.predict_one does ------------------------------------------------------------

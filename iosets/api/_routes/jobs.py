@@ -1,0 +1,94 @@
+"""``/v1/jobs`` and ``/v1/apps/{app}``: store a finished job (a row or a Darshan log), read jobs and apps back."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from .._deps import AUTH_ERRORS, NO_NUL, Reader, ServiceDep, WriterToken, errors
+from .._models import AppSummary, Job, JobIn, JobPage
+from .._uploads import UPLOAD_FIELD, read_body, read_upload
+
+router = APIRouter(prefix="/v1", tags=["jobs"], responses=errors(*AUTH_ERRORS))
+
+_JOB_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": JobIn.model_json_schema()},
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": [UPLOAD_FIELD],
+                    "properties": {
+                        UPLOAD_FIELD: {"type": "string", "format": "binary", "description": "A Darshan log."},
+                        "job_id": {"type": "string", "description": "Replaces the log's job id."},
+                    },
+                }
+            },
+        },
+    }
+}
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=Job,
+    responses={**errors(413, 429), 200: {"model": Job, "description": "The job was stored already: the stored row."}},
+    openapi_extra=_JOB_BODY,
+)
+async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -> Any:
+    """Store a finished job: a jobs-table row (JSON) or a Darshan log (multipart field ``log``); idempotent."""
+    limit = service.settings.max_upload
+    if request.headers.get("content-type", "").startswith("multipart/form-data"):
+        upload = await read_upload(request, limit)
+        try:
+            stored, created = await run_in_threadpool(service.add_log, upload.path, upload.name, upload.job_id)
+        finally:
+            upload.path.unlink(missing_ok=True)
+    else:
+        try:
+            row = JobIn.model_validate_json(await read_body(request, limit))
+        except ValidationError as exc:
+            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
+        stored, created = await run_in_threadpool(service.add_job, row.model_dump())
+    return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
+
+
+@router.get("/jobs/{job_id}", dependencies=[Reader], responses=errors(404))
+def get_job(service: ServiceDep, job_id: Annotated[str, Path(pattern=NO_NUL)]) -> Job:
+    """A stored job."""
+    found = service.store.get_job(job_id)
+    if found is None:
+        raise HTTPException(status_code=404, detail=f"job_id {job_id!r}: no such job")
+    return found
+
+
+@router.get("/jobs", dependencies=[Reader])
+def list_jobs(
+    service: ServiceDep,
+    app: Annotated[str | None, Query(pattern=NO_NUL)] = None,
+    user: Annotated[str | None, Query(pattern=NO_NUL)] = None,
+    since: Annotated[float | None, Query(allow_inf_nan=False, description="Jobs with start >= since (s).")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: Annotated[str | None, Query(description="next_cursor of the previous page.")] = None,
+) -> JobPage:
+    """Stored jobs ordered by (start, job_id), a page at a time."""
+    page, next_cursor = service.store.list_jobs(app=app, user=user, since=since, limit=limit, cursor=cursor)
+    return JobPage(jobs=page, next_cursor=next_cursor)
+
+
+@router.get("/apps/{app}", dependencies=[Reader], responses=errors(404))
+def get_app(service: ServiceDep, app: Annotated[str, Path(pattern=NO_NUL)]) -> AppSummary:
+    """An app's history and the recommendation of its most frequent user."""
+    summary = service.app_summary(app)
+    if summary is None:
+        raise HTTPException(status_code=404, detail=f"app {app!r}: no stored job")
+    return AppSummary(**summary)
