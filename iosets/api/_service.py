@@ -24,8 +24,8 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import InputError, IosetsError
 from ..schemas import JOBS
-from ._models import PolicyParams
 from ._metrics import Metrics
+from ._models import PolicyParams
 from ._ratelimit import TokenBucket
 from ._settings import Settings
 from ._store import Store
