@@ -1,11 +1,12 @@
 """Every code block of the documentation runs: docs/**/*.md and README.md.
 
 A page's blocks run in page order, in one temporary folder per page, so that a block can make the files a
-later one reads. ```python blocks run in one namespace per page (as ``__main__``); in ```console and
+later one reads. ```python blocks run in one namespace per page (as ``__main__``), except those with a
+``title="path"`` (a file of the package, shown whole or in part: it belongs to its package); in ```console and
 ```bash blocks, each line that starts with ``$ iosets`` runs as a command (``python -m iosets.cli``, so that
 PYTHONPATH chooses the code) and must exit 0, a line ending in ``\\`` going on on the next one. Other lines
 (a command's output, commands without the ``$ `` prompt) and other languages (text, json, toml, lua, ini,
-sh...) are shown, not run.
+sh, c...) are shown, not run.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ PROMPT = "$ iosets"
 COMMAND_BOUND = 600  # s: a guard against a command that never ends, far above any page's needs
 
 FENCE = re.compile(
-    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)[^\n]*\n(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
+    r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+-]*)(?P<info>[^\n]*)\n"
+    r"(?P<body>.*?)^(?P=indent)(?P=fence)[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
 
@@ -39,6 +41,12 @@ class Block:
     lang: str
     code: str
     line: int
+    title: str | None = None
+
+    @property
+    def runs_as_python(self) -> bool:
+        """A Python example to run, not a file of the package."""
+        return self.lang == "python" and self.title is None
 
 
 def code_blocks(markdown: str) -> list[Block]:
@@ -48,7 +56,9 @@ def code_blocks(markdown: str) -> list[Block]:
         indent = len(match["indent"])
         lines = match["body"].splitlines(keepends=True)
         code = "".join(line[indent:] if not line[:indent].strip() else line for line in lines)
-        blocks.append(Block(match["lang"], code, markdown.count("\n", 0, match.start()) + 1))
+        title = re.search(r'title="([^"]*)"', match["info"])
+        line = markdown.count("\n", 0, match.start()) + 1
+        blocks.append(Block(match["lang"], code, line, title[1] if title else None))
     return blocks
 
 
@@ -65,7 +75,7 @@ def iosets_commands(code: str) -> list[list[str]]:
 def runnable(page: Path) -> bool:
     """Whether the page has a block that runs."""
     blocks = code_blocks(page.read_text(encoding="utf-8"))
-    return any(b.lang == "python" or (b.lang in ("console", "bash") and iosets_commands(b.code)) for b in blocks)
+    return any(b.runs_as_python or (b.lang in ("console", "bash") and iosets_commands(b.code)) for b in blocks)
 
 
 def _name(page: Path) -> str:
@@ -79,7 +89,7 @@ def test_every_code_block_of_the_page_runs(page, tmp_path, monkeypatch):
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in code_blocks(page.read_text(encoding="utf-8")):
         where = f"{_name(page)}:{block.line}"
-        if block.lang == "python":
+        if block.runs_as_python:
             exec(compile(block.code, where, "exec"), namespace)  # noqa: S102 - the page's own example
         elif block.lang in ("console", "bash"):
             for args in iosets_commands(block.code):
@@ -118,9 +128,19 @@ def test_blocks_and_commands_are_read_as_a_reader_sees_them():
         "inner = 2\n"
         "```\n"
         "````\n"
+        "\n"
+        '```python title="iosets/x.py"\n'
+        "from . import y\n"
+        "```\n"
     )
     blocks = code_blocks(markdown)
-    assert [(b.lang, b.line) for b in blocks] == [("python", 3), ("console", 9), ("markdown", 17)]
+    assert [(b.lang, b.line, b.title) for b in blocks] == [
+        ("python", 3, None),
+        ("console", 9, None),
+        ("markdown", 17, None),
+        ("python", 23, "iosets/x.py"),
+    ]
+    assert [b.runs_as_python for b in blocks] == [True, False, False, False]
     assert blocks[0].code == "x = 1\n"
     assert blocks[2].code == "```python\ninner = 2\n```\n"
     assert iosets_commands(blocks[1].code) == [["analyze", "logs/", "-o", "my jobs.parquet"], []]
