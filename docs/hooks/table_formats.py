@@ -21,7 +21,7 @@ def _cell(text: str) -> str:
 
 
 def schema_sections() -> str:
-    """One ``##`` section per table of ``iosets.schemas.SCHEMAS``, named as in Python too."""
+    """One ``###`` section per table of ``iosets.schemas.SCHEMAS``, named as in Python too."""
     from iosets import schemas
 
     constants: dict[int, list[str]] = {}
@@ -32,7 +32,7 @@ def schema_sections() -> str:
     lines = []
     for schema in schemas.SCHEMAS.values():
         names = ", ".join(f"`iosets.schemas.{name}`" for name in constants.get(id(schema), []))
-        lines += [f"## {schema.name}", "", schema.doc, ""]
+        lines += [f"### {schema.name}", "", schema.doc, ""]
         if names:
             lines += [f"In Python: {names} ({schema.formats}).", ""]
         lines += ["| column | type | required | null | values | meaning |", "|---|---|---|---|---|---|"]
