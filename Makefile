@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
 
-.PHONY: demo test lint test-asan bench clean
+.PHONY: demo test lint test-asan bench docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,15 @@ test-asan:
 	IOSETS_SANITIZE=1 $(ASAN_VENV)/bin/python -m pip install --quiet ".[test]"
 	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0 PYTHONMALLOC=malloc \
 		$(CURDIR)/$(ASAN_VENV)/bin/python -m pytest $(CURDIR)/tests -q -m "not slow" -p no:cacheprovider
+
+$(VENV)/.installed-docs: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e ".[docs]"
+	touch $@
+
+# The documentation site (mkdocs.yml) into site/, offline; --strict turns every warning into an error.
+# Hooks generate the command-line reference, the table formats and the API pages from the code.
+docs: $(VENV)/.installed-docs
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/replay_phase.py
