@@ -61,6 +61,7 @@ typedef struct {
 /* One argument of an entry whose struct is `type`: its keyword is its field's name. */
 #define IN(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 0}
 #define OUT(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 1}
+#define OFFSETS(type, field) {#field, ARG_OFFSETS, offsetof(type, field), 'q', DIM_N_JOBS, 0}
 #define COUNT(type, field, dim) {#field, ARG_COUNT, offsetof(type, field), 0, dim, 0}
 #define SCALAR(type, field, kind) {#field, kind, offsetof(type, field), 0, DIM_NONE, 0}
 #define N_ARGS(table) ((int)(sizeof(table) / sizeof(table[0])))
@@ -123,7 +124,7 @@ static void describe_items(const Py_buffer *view, char *out, size_t size)
 /* What an array argument must be: "float64 of length n_requests=12 (the length of 'size')". */
 static void describe_expected(const arg_parse *p, const arg_spec *spec, char *out, size_t size)
 {
-    const char *dtype = dtype_name(spec->kind == ARG_OFFSETS ? 'q' : spec->dtype);
+    const char *dtype = dtype_name(spec->dtype);
     const char *plus = spec->kind == ARG_OFFSETS ? " + 1" : "";
     Py_ssize_t value = p->dims[spec->dim];
     if (value < 0) {
@@ -199,8 +200,7 @@ static int get_array(arg_parse *p, const arg_spec *spec, PyObject *obj, buffer *
     }
     Py_ssize_t length = view->shape[0];
     int extra = spec->kind == ARG_OFFSETS;
-    char dtype = extra ? 'q' : spec->dtype;
-    int fits = format_matches(view, dtype);
+    int fits = format_matches(view, spec->dtype);
     if (fits && p->dims[spec->dim] < 0 && length >= extra)
         set_dim(p, spec->dim, length - extra, spec);
     if (!fits || length != p->dims[spec->dim] + extra) {
@@ -401,7 +401,7 @@ static int parse_arguments(arg_parse *p, const char *function, const arg_spec *s
     return 0;
 }
 
-/* ------------------------------------------------------------------ engines' errors */
+/* ------------------------------------------------------------------ engines' interrupt hook and errors */
 
 /* The engines' interrupt hook: takes the GIL back, runs the pending signal handlers
  * (a KeyboardInterrupt stays pending) and releases it; `arg` holds the thread state. */
@@ -487,7 +487,7 @@ static const arg_spec replay_phases_args[] = {
     IN(phases_args, release, 'd', DIM_N_JOBS),
     IN(phases_args, sets, 'q', DIM_N_JOBS),
     IN(phases_args, priority, 'd', DIM_N_JOBS),
-    {"phase_ptr", ARG_OFFSETS, offsetof(phases_args, phase_ptr), 'q', DIM_N_JOBS, 0},
+    OFFSETS(phases_args, phase_ptr),
     IN(phases_args, t_cpu, 'd', DIM_N_PHASES),
     IN(phases_args, io_bytes, 'd', DIM_N_PHASES),
     SCALAR(phases_args, bandwidth, ARG_FLOAT),
@@ -558,7 +558,7 @@ typedef struct {
 } timeline_args;
 
 static const arg_spec phase_metrics_args[] = {
-    {"phase_ptr", ARG_OFFSETS, offsetof(timeline_args, phase_ptr), 'q', DIM_N_JOBS, 0},
+    OFFSETS(timeline_args, phase_ptr),
     IN(timeline_args, io_bytes, 'd', DIM_N_PHASES),
     IN(timeline_args, cpu_start, 'd', DIM_N_PHASES),
     IN(timeline_args, cpu_end, 'd', DIM_N_PHASES),
