@@ -37,7 +37,7 @@ HERE = Path(__file__).parent
 def engine_call(workload, policy: str):
     """The C engine alone on ``workload`` under ``policy``, its arguments prepared once as replay_phases does."""
     arguments, _ = engine_arguments(workload, policy)
-    return lambda: _engine.replay_phases(*arguments)
+    return lambda: _engine.replay_phases(**arguments)
 
 
 def best_of(calls: dict, repeat: int) -> dict:

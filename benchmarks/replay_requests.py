@@ -112,13 +112,14 @@ def tiny_ops(n: int) -> pl.DataFrame:
 def engine_alone(trace: RequestArrays):
     """The C engine under fcfs on ``trace``, its arguments prepared once."""
     n, n_classes = trace.n, trace.classes.size
-    arguments = (
-        *(trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase, trace.op),
-        *(n_classes, trace.n_streams, trace.n_servers, trace.n_phases, Device().as_tuple()),
-        *(np.ones(n_classes), np.zeros(n_classes), np.zeros(n_classes), np.empty(0)),
-        *(np.empty(n), np.empty(n), np.empty(n, np.int64)),
-    )
-    return lambda: _engine.replay_requests("fcfs", *arguments)
+    arguments = {
+        "arrival": trace.arrival,
+        **trace.engine_arrays(),
+        "device": Device(),
+        **dict(weight=np.ones(n_classes), reservation=np.zeros(n_classes), limit=np.zeros(n_classes)),
+        **dict(params=np.empty(0), dispatch=np.empty(n), complete=np.empty(n), unit=np.empty(n, np.int64)),
+    }
+    return lambda: _engine.replay_requests(scheduler="fcfs", **arguments)
 
 
 def per_call(call, calls: int = 300, rounds: int = 5) -> float:

@@ -84,8 +84,8 @@ def phase_engine_call(workload) -> Callable[[], object]:
     from iosets.replay._phase import engine_arguments
 
     arguments, _ = engine_arguments(workload, "explicit")
-    _engine.replay_phases(*arguments)  # fails here, not in the timing loop, if the signature changed
-    return lambda: _engine.replay_phases(*arguments)
+    _engine.replay_phases(**arguments)  # fails here, not in the timing loop, if the signature changed
+    return lambda: _engine.replay_phases(**arguments)
 
 
 def request_engine_call(ops) -> Callable[[], object]:
@@ -96,20 +96,21 @@ def request_engine_call(ops) -> Callable[[], object]:
 
     trace = RequestArrays.from_ops(ops, class_by="job_id")
     n_classes = trace.classes.size
-    arguments = (
-        "fcfs",
-        *trace.engine_arrays(),
-        Device().as_tuple(),
-        np.ones(n_classes),
-        np.zeros(n_classes),
-        np.zeros(n_classes),
-        np.array(list(SCHEDULER_PARAMS["fcfs"].values()), dtype=np.float64),
-        np.full(trace.n, np.nan),
-        np.full(trace.n, np.nan),
-        np.full(trace.n, -1, dtype=np.int64),
-    )
-    _engine.replay_requests(*arguments)
-    return lambda: _engine.replay_requests(*arguments)
+    arguments = {
+        "scheduler": "fcfs",
+        "arrival": trace.arrival,
+        **trace.engine_arrays(),
+        "device": Device(),
+        "weight": np.ones(n_classes),
+        "reservation": np.zeros(n_classes),
+        "limit": np.zeros(n_classes),
+        "params": np.array(list(SCHEDULER_PARAMS["fcfs"].values()), dtype=np.float64),
+        "dispatch": np.full(trace.n, np.nan),
+        "complete": np.full(trace.n, np.nan),
+        "unit": np.full(trace.n, -1, dtype=np.int64),
+    }
+    _engine.replay_requests(**arguments)
+    return lambda: _engine.replay_requests(**arguments)
 
 
 def engine_alone(prepare: Callable[[object], Callable[[], object]], data, wrapper: str) -> Callable[[], object] | None:

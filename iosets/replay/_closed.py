@@ -63,7 +63,7 @@ class TraceReplay:
 
 @dataclass(frozen=True)
 class _Chains:
-    """What releases each request: the arrays ``_engine.replay_trace`` takes after the requests."""
+    """What releases each request: arrays ``_engine.replay_trace`` takes under these names."""
 
     gate: np.ndarray  # int64 [n]
     think: np.ndarray  # float64 [n]
@@ -141,7 +141,7 @@ def _gates(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     length counts at its date.
     """
     gate = np.empty(group.size, dtype=np.int64)
-    _engine.chain_gates(group, int(group.max(initial=-1)) + 1, start, end, gate)
+    _engine.chain_gates(group=group, n_groups=int(group.max(initial=-1)) + 1, start=start, end=end, gate=gate)
     return gate
 
 
@@ -222,34 +222,24 @@ def _run(
     unit = np.empty(trace.n, dtype=np.int64)
     phase_start, phase_end = np.empty((2, trace.n_phases))
     n_units = _engine.replay_trace(
-        scheduler,
-        trace.size,
-        trace.offset,
-        trace.cls,
-        trace.stream,
-        server,
-        trace.phase,
-        trace.op,
-        int(trace.classes.size),
-        trace.n_streams,
-        n_servers,
-        trace.n_phases,
-        chains.gate,
-        chains.think,
-        chains.prev,
-        chains.gap,
-        chains.job,
-        device.as_tuple(),
-        weight,
-        reservation,
-        limit,
-        vector,
-        release,
-        dispatch,
-        complete,
-        unit,
-        phase_start,
-        phase_end,
+        scheduler=scheduler,
+        **(trace.engine_arrays() | {"server": server, "n_servers": n_servers}),
+        gate=chains.gate,
+        think=chains.think,
+        prev=chains.prev,
+        gap=chains.gap,
+        job=chains.job,
+        device=device,
+        weight=weight,
+        reservation=reservation,
+        limit=limit,
+        params=vector,
+        release=release,
+        dispatch=dispatch,
+        complete=complete,
+        unit=unit,
+        phase_start=phase_start,
+        phase_end=phase_end,
     )
     return n_units, release, dispatch, complete, unit, phase_start, phase_end
 

@@ -51,10 +51,6 @@ class Device:
         check_positive(self.seek, "device seek", strict=False)
         check_positive(self.iops, "device iops", strict=False)
 
-    def as_tuple(self) -> tuple:
-        """The tuple the C engine takes."""
-        return (int(self.queue_depth), float(self.bandwidth), float(self.overhead), float(self.seek), float(self.iops))
-
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":
         """Build from ``key=value`` strings (the CLI's ``--device``)."""

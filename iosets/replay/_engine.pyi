@@ -1,15 +1,23 @@
 """Types of the C core, iosets.replay._engine (iosets/replay/src/_engine.c).
 
-Arrays cross as C-contiguous buffers of the dtypes below; outputs are preallocated by
-the caller and filled in place. Errors in the data raise iosets.errors.ReplayError. The
-engines check for signals every 64 k units of work: Ctrl-C raises KeyboardInterrupt
-within milliseconds (the outputs are then incomplete).
+Every replay entry takes keyword arguments only, each checked by name: arrays are 1-d
+C-contiguous buffers of the dtypes below and of the length their name's rule gives
+(n_requests, n_jobs, n_phases, n_classes or the scheduler's parameters); outputs are
+preallocated by the caller, writable, and filled in place. A bad argument raises
+TypeError (a positional, missing or unknown argument, a wrong dtype or type) or
+ValueError (a wrong length, layout or value, a read-only output), its message naming
+the argument; errors in the data raise iosets.errors.ReplayError. The engines check for
+signals every 64 k units of work: Ctrl-C raises KeyboardInterrupt within milliseconds
+(the outputs are then incomplete).
 """
 
 import numpy as np
 from numpy.typing import NDArray
 
+from ._device import Device
+
 def replay_phases(
+    *,
     release: NDArray[np.float64],
     sets: NDArray[np.int64],
     priority: NDArray[np.float64],
@@ -22,11 +30,11 @@ def replay_phases(
     cpu_end: NDArray[np.float64],
     io_start: NDArray[np.float64],
     io_end: NDArray[np.float64],
-    /,
 ) -> tuple[int, float, float, float]:
     """Replay a phase-level workload; returns (n_events, utilization, io_slowdown, max_stretch), NaN where undefined."""
 
 def phase_metrics(
+    *,
     phase_ptr: NDArray[np.int64],
     io_bytes: NDArray[np.float64],
     cpu_start: NDArray[np.float64],
@@ -37,11 +45,11 @@ def phase_metrics(
     remaining_end: NDArray[np.float64],
     bandwidth: float,
     window: tuple[float, float],
-    /,
 ) -> tuple[float, float, float]:
     """Window metrics of a phase timeline: (utilization, io_slowdown, max_stretch)."""
 
 def replay_requests(
+    *,
     scheduler: str,
     arrival: NDArray[np.float64],
     size: NDArray[np.float64],
@@ -55,7 +63,7 @@ def replay_requests(
     n_streams: int,
     n_servers: int,
     n_phases: int,
-    device: tuple[int, float, float, float, float],
+    device: Device,
     weight: NDArray[np.float64],
     reservation: NDArray[np.float64],
     limit: NDArray[np.float64],
@@ -63,7 +71,6 @@ def replay_requests(
     dispatch: NDArray[np.float64],
     complete: NDArray[np.float64],
     unit: NDArray[np.int64],
-    /,
 ) -> int:
     """Replay a request trace through one scheduler; returns the number of dispatched units."""
 
@@ -71,6 +78,7 @@ def scheduler_params() -> dict[str, list[tuple[str, float, str, str]]]:
     """{scheduler: [(name, default, allowed, doc), ...]} in registry order."""
 
 def replay_trace(
+    *,
     scheduler: str,
     size: NDArray[np.float64],
     offset: NDArray[np.int64],
@@ -88,7 +96,7 @@ def replay_trace(
     prev: NDArray[np.int32],
     gap: NDArray[np.float64],
     job: NDArray[np.int32],
-    device: tuple[int, float, float, float, float],
+    device: Device,
     weight: NDArray[np.float64],
     reservation: NDArray[np.float64],
     limit: NDArray[np.float64],
@@ -99,16 +107,15 @@ def replay_trace(
     unit: NDArray[np.int64],
     phase_start: NDArray[np.float64],
     phase_end: NDArray[np.float64],
-    /,
 ) -> int:
     """Replay request chains in a closed loop through one scheduler; returns the number of dispatched units."""
 
 def chain_gates(
+    *,
     group: NDArray[np.int32],
     n_groups: int,
     start: NDArray[np.float64],
     end: NDArray[np.float64],
     gate: NDArray[np.int64],
-    /,
 ) -> None:
     """The closed loop's gates of recorded requests in start order: the request of the group depth requests earlier."""

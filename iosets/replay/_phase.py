@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -108,26 +108,29 @@ def replay_phases(workload: Workload, policy: str = "set-10") -> PhaseReplay:
     0.8414
     """
     arguments, times = engine_arguments(workload, policy)
-    n_events, utilization, io_slowdown, max_stretch = _engine.replay_phases(*arguments)
-    sets, priorities = arguments[1], arguments[2]
+    n_events, utilization, io_slowdown, max_stretch = _engine.replay_phases(**arguments)
+    sets, priorities = arguments["sets"], arguments["priority"]
     metrics = PhaseMetrics.measured((utilization, io_slowdown, max_stretch), workload)
     return PhaseReplay(metrics, sets, priorities, n_events, workload, times)
 
 
-def engine_arguments(workload: Workload, policy: str) -> tuple[tuple, np.ndarray]:
-    """The arguments of ``_engine.replay_phases`` for ``workload`` under ``policy``, and the (4, n_phases)
-    array whose rows they end with (cpu_start, cpu_end, io_start, io_end, filled by the engine)."""
+def engine_arguments(workload: Workload, policy: str) -> tuple[dict[str, Any], np.ndarray]:
+    """The keyword arguments of ``_engine.replay_phases`` for ``workload`` under ``policy``, and the
+    (4, n_phases) array whose rows are its outputs cpu_start, cpu_end, io_start and io_end."""
     sets, priorities = assign_policy(workload, policy)
     times = np.empty((4, workload.n_phases))
-    arguments = (
-        workload.release,
-        np.ascontiguousarray(sets, dtype=np.int64),
-        np.ascontiguousarray(priorities, dtype=np.float64),
-        workload.offsets,
-        workload.t_cpu,
-        workload.io_bytes,
-        workload.bandwidth,
-        workload.window,
-        *times,
-    )
+    arguments = {
+        "release": workload.release,
+        "sets": np.ascontiguousarray(sets, dtype=np.int64),
+        "priority": np.ascontiguousarray(priorities, dtype=np.float64),
+        "phase_ptr": workload.offsets,
+        "t_cpu": workload.t_cpu,
+        "io_bytes": workload.io_bytes,
+        "bandwidth": workload.bandwidth,
+        "window": workload.window,
+        "cpu_start": times[0],
+        "cpu_end": times[1],
+        "io_start": times[2],
+        "io_end": times[3],
+    }
     return arguments, times

@@ -99,16 +99,16 @@ def workload_metrics(
     performing I/O at that date (other entries are not read; NaN counts as 0).
     """
     values = _engine.phase_metrics(
-        workload.offsets,
-        workload.io_bytes,
-        _float64(cpu_start),
-        _float64(cpu_end),
-        _float64(io_start),
-        _float64(io_end),
-        _float64(remaining[0]),
-        _float64(remaining[1]),
-        workload.bandwidth,
-        workload.window,
+        phase_ptr=workload.offsets,
+        io_bytes=workload.io_bytes,
+        cpu_start=_float64(cpu_start),
+        cpu_end=_float64(cpu_end),
+        io_start=_float64(io_start),
+        io_end=_float64(io_end),
+        remaining_begin=_float64(remaining[0]),
+        remaining_end=_float64(remaining[1]),
+        bandwidth=workload.bandwidth,
+        window=workload.window,
     )
     return PhaseMetrics.measured(values, workload)
 

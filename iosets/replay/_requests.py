@@ -204,16 +204,17 @@ def replay_requests(
     unit = np.full(trace.n, -1, dtype=np.int64)
     start = time.perf_counter()
     n_units = _engine.replay_requests(
-        scheduler,
-        *trace.engine_arrays(),
-        device.as_tuple(),
-        weight,
-        reservation,
-        limit,
-        vector,
-        dispatch,
-        complete,
-        unit,
+        scheduler=scheduler,
+        arrival=trace.arrival,
+        **trace.engine_arrays(),
+        device=device,
+        weight=weight,
+        reservation=reservation,
+        limit=limit,
+        params=vector,
+        dispatch=dispatch,
+        complete=complete,
+        unit=unit,
     )
     seconds = time.perf_counter() - start
     metrics = compute_request_metrics(

@@ -3,12 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 import polars as pl
 
 from ..errors import InputError
 from ..schemas import REQUESTS
+
+
+class EngineRequests(TypedDict):
+    """The requests' arrays and counts under the names the C request engines take them."""
+
+    size: np.ndarray
+    offset: np.ndarray
+    cls: np.ndarray
+    stream: np.ndarray
+    server: np.ndarray
+    phase: np.ndarray
+    op: np.ndarray
+    n_classes: int
+    n_streams: int
+    n_servers: int
+    n_phases: int
 
 
 @dataclass(frozen=True)
@@ -47,37 +64,22 @@ class RequestArrays:
         """Number of requests."""
         return self.arrival.size
 
-    def engine_arrays(
-        self,
-    ) -> tuple[
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        np.ndarray,
-        int,
-        int,
-        int,
-        int,
-    ]:
-        """The request arrays and counts in the order ``_engine.replay_requests`` takes them after the scheduler."""
-        return (
-            self.arrival,
-            self.size,
-            self.offset,
-            self.cls,
-            self.stream,
-            self.server,
-            self.phase,
-            self.op,
-            int(self.classes.size),
-            self.n_streams,
-            self.n_servers,
-            self.n_phases,
-        )
+    def engine_arrays(self) -> EngineRequests:
+        """The request arrays and counts by the names ``_engine.replay_requests`` and ``replay_trace`` take
+        them (``arrival`` aside: only the open loop takes it)."""
+        return {
+            "size": self.size,
+            "offset": self.offset,
+            "cls": self.cls,
+            "stream": self.stream,
+            "server": self.server,
+            "phase": self.phase,
+            "op": self.op,
+            "n_classes": int(self.classes.size),
+            "n_streams": self.n_streams,
+            "n_servers": self.n_servers,
+            "n_phases": self.n_phases,
+        }
 
     @classmethod
     def from_ops(

@@ -174,11 +174,14 @@ def engine_call(gate, prev, think=(0.0, 0.0), gap=(0.0, 1.0), phase=(0, 0), job=
     n, n_phases = 2, len(prev)
     i32 = np.int32
     return _engine.replay_trace(
-        "fcfs", np.ones(n), np.zeros(n, np.int64), np.zeros(n, i32), np.zeros(n, i32), np.zeros(n, i32),
-        np.array(phase, i32), np.zeros(n, np.int8), 1, 1, 1, n_phases, np.array(gate, np.int64),
-        np.array(think), np.array(prev, i32), np.array(gap[:n_phases]), np.array(job[:n_phases], i32),
-        (1, 1.0, 0.0, 0.0, 0.0), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(0),
-        *np.full((3, n), np.nan), np.zeros(n, np.int64), *np.full((2, n_phases), np.nan),
+        scheduler="fcfs", size=np.ones(n), offset=np.zeros(n, np.int64), cls=np.zeros(n, i32),
+        stream=np.zeros(n, i32), server=np.zeros(n, i32), phase=np.array(phase, i32), op=np.zeros(n, np.int8),
+        n_classes=1, n_streams=1, n_servers=1, n_phases=n_phases, gate=np.array(gate, np.int64),
+        think=np.array(think), prev=np.array(prev, i32), gap=np.array(gap[:n_phases]),
+        job=np.array(job[:n_phases], i32), device=Device(bandwidth=1.0, overhead=0.0, seek=0.0),
+        weight=np.ones(1), reservation=np.zeros(1), limit=np.zeros(1), params=np.zeros(0),
+        release=np.full(n, np.nan), dispatch=np.full(n, np.nan), complete=np.full(n, np.nan),
+        unit=np.zeros(n, np.int64), phase_start=np.full(n_phases, np.nan), phase_end=np.full(n_phases, np.nan),
     )  # fmt: skip
 
 
@@ -207,20 +210,23 @@ def test_the_jobs_contend_in_the_small_site_trace():
 # to dispatch (iosets-wfq's set exclusivity crosses servers), minutes uninterrupted.
 SLOW_CHAIN = """
 import numpy as np
-from iosets.replay import _engine
+from iosets.replay import Device, _engine
 n, servers = 200_000, 50_000
 i32 = np.int32
 zeros = np.zeros(n, i32)
-args = ("iosets-wfq", np.full(n, 4096.0), np.zeros(n, np.int64), zeros, zeros, (np.arange(n) % servers).astype(i32),
-    zeros, np.zeros(n, np.int8), 1, 1, servers, 1, np.arange(n) - 1, np.full(n, 1e-3), np.full(1, -1, i32),
-    np.zeros(1), np.zeros(1, i32), (1, 1e9, 0.0, 0.0, 0.0), np.ones(1), np.zeros(1), np.zeros(1), np.zeros(0),
-    *np.full((3, n), np.nan), np.zeros(n, np.int64), *np.full((2, 1), np.nan))
+args = dict(scheduler="iosets-wfq", size=np.full(n, 4096.0), offset=np.zeros(n, np.int64), cls=zeros, stream=zeros,
+    server=(np.arange(n) % servers).astype(i32), phase=zeros, op=np.zeros(n, np.int8), n_classes=1, n_streams=1,
+    n_servers=servers, n_phases=1, gate=np.arange(n) - 1, think=np.full(n, 1e-3), prev=np.full(1, -1, i32),
+    gap=np.zeros(1), job=np.zeros(1, i32), device=Device(bandwidth=1e9, overhead=0.0, seek=0.0), weight=np.ones(1),
+    reservation=np.zeros(1), limit=np.zeros(1), params=np.zeros(0), release=np.full(n, np.nan),
+    dispatch=np.full(n, np.nan), complete=np.full(n, np.nan), unit=np.zeros(n, np.int64),
+    phase_start=np.full(1, np.nan), phase_end=np.full(1, np.nan))
 """
 
 
 def test_ctrl_c_stops_a_long_closed_loop_replay():
     code = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
-    code += textwrap.dedent(SLOW_CHAIN) + "print('ready', flush=True)\n_engine.replay_trace(*args)\nprint('done')\n"
+    code += textwrap.dedent(SLOW_CHAIN) + "print('ready', flush=True)\n_engine.replay_trace(**args)\nprint('done')\n"
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline() == "ready\n"
@@ -230,7 +236,7 @@ def test_ctrl_c_stops_a_long_closed_loop_replay():
     finally:
         child.kill()
     assert child.returncode != 0 and "done" not in out
-    call_line = code.splitlines().index("_engine.replay_trace(*args)") + 1
+    call_line = code.splitlines().index("_engine.replay_trace(**args)") + 1
     assert err.rstrip().endswith(f"line {call_line}, in <module>\nKeyboardInterrupt")  # raised in the C call
 
 
@@ -260,7 +266,9 @@ def test_gates_keep_each_ranks_recorded_depth_on_random_traces():
         end = start + np.round(rng.random(n), int(rng.integers(0, 3))) * (rng.random(n) < 0.8)  # ties, zero lengths
         group = rng.integers(0, n_groups, n).astype(np.int32)
         gate = np.empty(n, np.int64)
-        _engine.chain_gates(group, n_groups, start, end, gate)
+        _engine.chain_gates(group=group, n_groups=n_groups, start=start, end=end, gate=gate)
         np.testing.assert_array_equal(gate, reference_gates(group, start, end))
     with pytest.raises(ValueError, match="request 1: group out of range"):
-        _engine.chain_gates(np.array([0, 2], np.int32), 2, np.zeros(2), np.ones(2), np.empty(2, np.int64))
+        _engine.chain_gates(
+            group=np.array([0, 2], np.int32), n_groups=2, start=np.zeros(2), end=np.ones(2), gate=np.empty(2, np.int64)
+        )

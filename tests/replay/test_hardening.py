@@ -135,16 +135,17 @@ def test_an_interrupted_engine_releases_every_buffer():
     n, servers = 200_000, 50_000
     ints = np.zeros(n, np.int32)
     dispatch, complete, unit = array.array("d", bytes(8 * n)), array.array("d", bytes(8 * n)), array.array("q", [0] * n)
-    args = ("iosets-wfq", np.arange(n) * 1e-3, np.full(n, 4096.0), np.zeros(n, np.int64), ints, ints)
-    args += ((np.arange(n) % servers).astype(np.int32), np.full(n, -1, np.int32), np.zeros(n, np.int8))
-    args += (1, 1, servers, 0, Device().as_tuple(), np.ones(1), np.zeros(1), np.zeros(1), np.empty(0))
+    args = dict(scheduler="iosets-wfq", arrival=np.arange(n) * 1e-3, size=np.full(n, 4096.0))
+    args |= dict(offset=np.zeros(n, np.int64), cls=ints, stream=ints, server=(np.arange(n) % servers).astype(np.int32))
+    args |= dict(phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8), n_classes=1, n_streams=1, n_servers=servers)
+    args |= dict(n_phases=0, device=Device(), weight=np.ones(1), reservation=np.zeros(1), limit=np.zeros(1))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     try:
         timer.start()
         start = time.perf_counter()
         with pytest.raises(KeyboardInterrupt):
-            _engine.replay_requests(*args, dispatch, complete, unit)
+            _engine.replay_requests(**args, params=np.empty(0), dispatch=dispatch, complete=complete, unit=unit)
         assert time.perf_counter() - start < 5.0  # stopped inside the engine, not after a minute of replay
     finally:
         timer.cancel()
@@ -183,7 +184,7 @@ def test_queue_depth_beyond_int32_is_an_input_error():
     assert str(info.value) == "device queue_depth must be an integer in [1, 2147483647], got 2147483648"
     with pytest.raises(InputError, match=r"^device queue_depth must be an integer in \[1, 2147483647\], got 2\.0$"):
         Device(queue_depth=2.0)  # type: ignore[arg-type]
-    assert Device.from_strings(["queue_depth=2147483647"]).as_tuple()[0] == 2**31 - 1
+    assert Device.from_strings(["queue_depth=2147483647"]).queue_depth == 2**31 - 1
 
 
 def test_a_deeply_nested_json_workload_is_an_input_error(tmp_path):

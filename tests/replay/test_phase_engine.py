@@ -133,10 +133,12 @@ def test_timeline_is_built_once_on_first_access(workload_of):
 
 
 def test_engine_refuses_a_bad_window():
-    args = (np.zeros(1), np.zeros(1, np.int64), np.ones(1), np.array([0, 1]), np.ones(1), np.ones(1), 1.0)
+    args = dict(release=np.zeros(1), sets=np.zeros(1, np.int64), priority=np.ones(1), phase_ptr=np.array([0, 1]))
+    args |= dict(t_cpu=np.ones(1), io_bytes=np.ones(1), bandwidth=1.0)
+    args |= dict(cpu_start=np.empty(1), cpu_end=np.empty(1), io_start=np.empty(1), io_end=np.empty(1))
     with pytest.raises(ReplayError, match="window must be finite with T_begin < T_end"):
-        _engine.replay_phases(*args, (5.0, 5.0), *np.empty((4, 1)))
-    with pytest.raises(ValueError, match="phase_ptr must start at 0"):
-        _engine.replay_phases(*args[:3], np.array([1, 1]), *args[4:], (0.0, 1.0), *np.empty((4, 1)))
-    with pytest.raises(TypeError, match="sets: expected items of format 'q', got 'i'"):
-        _engine.replay_phases(args[0], np.zeros(1, np.int32), *args[2:], (0.0, 1.0), *np.empty((4, 1)))
+        _engine.replay_phases(**args, window=(5.0, 5.0))
+    with pytest.raises(ValueError, match="'phase_ptr' must start at 0"):
+        _engine.replay_phases(**args | {"phase_ptr": np.array([1, 1])}, window=(0.0, 1.0))
+    with pytest.raises(TypeError, match="'sets' must be int64 of length n_jobs=1 .*, got int32 of length 1$"):
+        _engine.replay_phases(**args | {"sets": np.zeros(1, np.int32)}, window=(0.0, 1.0))

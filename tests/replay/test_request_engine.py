@@ -196,13 +196,15 @@ def test_scheduler_parameters_come_from_the_engine():
 def test_engine_refuses_a_parameter_vector_of_the_wrong_length():
     trace = RequestArrays.from_ops(ops_of([("a", 0, MB, 0)]))
     n = trace.n
-    with pytest.raises(ValueError, match="^aioli: expected 3 parameters, got 2$"):
+    expected = r"^replay_requests: 'params' must be float64 of length n_params=3 \(the parameters of 'aioli'\)"
+    with pytest.raises(ValueError, match=expected + ", got float64 of length 2$"):
         _engine.replay_requests(
-            "aioli",
-            *(trace.arrival, trace.size, trace.offset, trace.cls, trace.stream, trace.server, trace.phase, trace.op),
-            *(1, trace.n_streams, trace.n_servers, trace.n_phases, Device().as_tuple()),
-            *(np.ones(1), np.zeros(1), np.zeros(1), np.array([65536.0, 1e6])),
-            *(np.empty(n), np.empty(n), np.empty(n, np.int64)),
+            scheduler="aioli",
+            arrival=trace.arrival,
+            **trace.engine_arrays(),
+            device=Device(),
+            **dict(weight=np.ones(1), reservation=np.zeros(1), limit=np.zeros(1), params=np.array([65536.0, 1e6])),
+            **dict(dispatch=np.empty(n), complete=np.empty(n), unit=np.empty(n, np.int64)),
         )
 
 

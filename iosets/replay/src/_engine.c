@@ -1,12 +1,16 @@
 /* Python glue for the replay engines: the only file that includes Python.h.
- * Arrays cross as C-contiguous buffers; the Python side checks dtypes and
- * preallocates outputs, errors come back as iosets.errors.ReplayError. The
- * engines run without the GIL and take it back every INTERRUPT_EVERY units of
- * work to check for signals: Ctrl-C stops them within milliseconds with the
- * pending exception (KeyboardInterrupt), every buffer released. */
+ * Every entry takes keyword arguments only: each is checked by name against its
+ * entry's table of arguments (kind, dtype, length rule, writability) and stored in the
+ * field of that name, so two arrays given under swapped names cannot pass as each
+ * other. Arrays cross as 1-d C-contiguous buffers; the Python side builds them and
+ * preallocates the outputs, errors in the data come back as iosets.errors.ReplayError.
+ * The engines run without the GIL and take it back every INTERRUPT_EVERY units of
+ * work to check for signals: Ctrl-C stops them within milliseconds with the pending
+ * exception (KeyboardInterrupt), every buffer released. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stddef.h>
 #include <string.h>
 
 #include "chain_gates.h"
@@ -15,43 +19,389 @@
 
 static PyObject *ReplayError;
 
+/* The device's fields, read by name (get_device); interned once at import. */
+static const char *const device_field_names[] = {"queue_depth", "bandwidth", "overhead", "seek", "iops"};
+enum { N_DEVICE_FIELDS = sizeof(device_field_names) / sizeof(device_field_names[0]) };
+static PyObject *device_fields[N_DEVICE_FIELDS];
+
 typedef struct {
     Py_buffer view;
     int held;
 } buffer;
 
-static void release_all(buffer *bufs, int n)
+/* ------------------------------------------------------------------ arguments by name */
+
+enum { MAX_ARGS = 32 };
+
+/* The sizes array lengths follow. Each is set once per call, in table order: by a
+ * count argument, the scheduler (its parameters), phase_ptr (n_jobs from its length,
+ * n_phases from its last item) or else the first array that follows it (its length). */
+enum { DIM_N_REQUESTS, DIM_N_JOBS, DIM_N_PHASES, DIM_N_CLASSES, DIM_N_PARAMS, N_DIMS, DIM_NONE = -1 };
+static const char *const dim_names[N_DIMS] = {"n_requests", "n_jobs", "n_phases", "n_classes", "n_params"};
+
+typedef enum {
+    ARG_ARRAY,     /* buffer: 1-d, C-contiguous, of `dtype`, of length `dim`; writable if `output` */
+    ARG_OFFSETS,   /* buffer: int64 of length n_jobs + 1, from 0 to n_phases (phase_ptr) */
+    ARG_COUNT,     /* int32_t: an int in [0, 2^31), the size `dim` unless DIM_NONE */
+    ARG_FLOAT,     /* double */
+    ARG_WINDOW,    /* double[2]: a pair (T_begin, T_end) */
+    ARG_DEVICE,    /* re_device: an object with queue_depth, bandwidth, overhead, seek and iops */
+    ARG_SCHEDULER, /* const re_sched_ops *: a registered scheduler's name; sets n_params */
+} arg_kind;
+
+typedef struct {
+    const char *name;
+    arg_kind kind;
+    size_t offset; /* of the argument's field in the entry's struct */
+    char dtype;    /* arrays: 'd' float64, 'q' int64, 'i' int32, 'b' int8 */
+    int8_t dim;    /* arrays: the size their length follows; counts: the size they are */
+    int8_t output; /* arrays: filled by the engine */
+} arg_spec;
+
+/* One argument of an entry whose struct is `type`: its keyword is its field's name. */
+#define IN(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 0}
+#define OUT(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 1}
+#define OFFSETS(type, field) {#field, ARG_OFFSETS, offsetof(type, field), 'q', DIM_N_JOBS, 0}
+#define COUNT(type, field, dim) {#field, ARG_COUNT, offsetof(type, field), 0, dim, 0}
+#define SCALAR(type, field, kind) {#field, kind, offsetof(type, field), 0, DIM_NONE, 0}
+#define N_ARGS(table) ((int)(sizeof(table) / sizeof(table[0])))
+
+/* One call's parsing: the entry's name and each size once set. */
+typedef struct {
+    const char *function;
+    Py_ssize_t dims[N_DIMS];        /* -1 until set */
+    const arg_spec *set_by[N_DIMS]; /* the argument that set it */
+    const char *scheduler;          /* the scheduler's name, once parsed */
+} arg_parse;
+
+static Py_ssize_t dtype_size(char dtype)
 {
-    for (int i = 0; i < n; i++)
-        if (bufs[i].held) {
-            PyBuffer_Release(&bufs[i].view);
-            bufs[i].held = 0;
-        }
+    return dtype == 'b' ? 1 : dtype == 'i' ? 4 : 8;
 }
 
-/* Gets a contiguous buffer of `count` items whose format is `fmt`. */
-static int get_buffer(PyObject *obj, buffer *b, const char *name, const char *fmt,
-                      Py_ssize_t itemsize, Py_ssize_t count, int writable)
+static const char *dtype_name(char dtype)
 {
-    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
-    if (PyObject_GetBuffer(obj, &b->view, flags) < 0)
-        return -1;
-    b->held = 1;
-    const char *f = b->view.format ? b->view.format : "B";
-    if (f[0] == '<' || f[0] == '=' || f[0] == '@')
-        f++;
-    int fmt_ok = strcmp(f, fmt) == 0 || (fmt[0] == 'q' && strcmp(f, "l") == 0 && sizeof(long) == 8);
-    if (!fmt_ok || b->view.itemsize != itemsize) {
-        PyErr_Format(PyExc_TypeError, "%s: expected items of format '%s', got '%s'", name, fmt, f);
+    switch (dtype) {
+    case 'd': return "float64";
+    case 'q': return "int64";
+    case 'i': return "int32";
+    default: return "int8";
+    }
+}
+
+/* A buffer's item format without its native byte-order prefix. */
+static const char *native_format(const Py_buffer *view)
+{
+    const char *f = view->format ? view->format : "B";
+    return f[0] == '<' || f[0] == '=' || f[0] == '@' ? f + 1 : f;
+}
+
+static int format_matches(const Py_buffer *view, char dtype)
+{
+    const char *f = native_format(view);
+    if (view->itemsize != dtype_size(dtype) || f[0] == '\0' || f[1] != '\0')
+        return 0;
+    return f[0] == dtype || (f[0] == 'l' && (dtype == 'q' || dtype == 'i'));
+}
+
+/* A buffer's items as numpy names them ("int64", "float32"), else their format. */
+static void describe_items(const Py_buffer *view, char *out, size_t size)
+{
+    const char *f = native_format(view);
+    int bits = (int)(8 * view->itemsize);
+    if (f[0] != '\0' && f[1] == '\0' && strchr("bhilq", f[0]))
+        snprintf(out, size, "int%d", bits);
+    else if (f[0] != '\0' && f[1] == '\0' && strchr("BHILQ", f[0]))
+        snprintf(out, size, "uint%d", bits);
+    else if (f[0] != '\0' && f[1] == '\0' && strchr("efdg", f[0]))
+        snprintf(out, size, "float%d", bits);
+    else if (strcmp(f, "?") == 0)
+        snprintf(out, size, "bool");
+    else
+        snprintf(out, size, "items of format '%s'", view->format ? view->format : "B");
+}
+
+/* What an array argument must be: "float64 of length n_requests=12 (the length of 'size')". */
+static void describe_expected(const arg_parse *p, const arg_spec *spec, char *out, size_t size)
+{
+    const char *dtype = dtype_name(spec->dtype);
+    const char *plus = spec->kind == ARG_OFFSETS ? " + 1" : "";
+    Py_ssize_t value = p->dims[spec->dim];
+    if (value < 0) {
+        snprintf(out, size, "%s of length %s%s", dtype, dim_names[spec->dim], plus);
+        return;
+    }
+    char origin[128] = "";
+    const arg_spec *by = p->set_by[spec->dim];
+    if (by->kind == ARG_ARRAY)
+        snprintf(origin, sizeof(origin), "the length of '%s'", by->name);
+    else if (by->kind == ARG_OFFSETS)
+        snprintf(origin, sizeof(origin), spec->dim == DIM_N_PHASES ? "the last item of '%s'" : "the length of '%s' - 1",
+                 by->name);
+    else if (by->kind == ARG_SCHEDULER)
+        snprintf(origin, sizeof(origin), "the parameters of '%s'", p->scheduler);
+    if (spec->kind == ARG_OFFSETS)
+        snprintf(out, size, "%s of length %s + 1=%zd (%s=%zd%s%s)", dtype, dim_names[spec->dim], value + 1,
+                 dim_names[spec->dim], value, origin[0] ? ", " : "", origin);
+    else if (origin[0])
+        snprintf(out, size, "%s of length %s=%zd (%s)", dtype, dim_names[spec->dim], value, origin);
+    else
+        snprintf(out, size, "%s of length %s=%zd", dtype, dim_names[spec->dim], value);
+}
+
+/* Raises `type`("<function>: '<name>' must be <expected>, got <got>"); returns -1. */
+static int array_error(const arg_parse *p, const arg_spec *spec, PyObject *type, const char *got)
+{
+    char expected[256];
+    describe_expected(p, spec, expected, sizeof(expected));
+    PyErr_Format(type, "%s: '%s' must be %s, got %s", p->function, spec->name, expected, got);
+    return -1;
+}
+
+static void set_dim(arg_parse *p, int dim, Py_ssize_t value, const arg_spec *by)
+{
+    p->dims[dim] = value;
+    p->set_by[dim] = by;
+}
+
+/* phase_ptr's offsets: from 0 to n_phases >= 0, which they set. */
+static int check_offsets(arg_parse *p, const arg_spec *spec, const Py_buffer *view)
+{
+    const int64_t *ptr = view->buf;
+    Py_ssize_t last = view->shape[0] - 1;
+    if (ptr[0] != 0 || ptr[last] < 0) {
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must start at 0 and end at n_phases >= 0, got %lld .. %lld",
+                     p->function, spec->name, (long long)ptr[0], (long long)ptr[last]);
         return -1;
     }
-    if (count >= 0 && b->view.len / itemsize != count) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items, got %zd", name, count,
-                     b->view.len / itemsize);
+    set_dim(p, DIM_N_PHASES, (Py_ssize_t)ptr[last], spec);
+    return 0;
+}
+
+static int get_array(arg_parse *p, const arg_spec *spec, PyObject *obj, buffer *b)
+{
+    char got[128];
+    if (PyObject_GetBuffer(obj, &b->view, PyBUF_RECORDS_RO) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_TypeError) && !PyErr_ExceptionMatches(PyExc_BufferError))
+            return -1;
+        PyErr_Clear();
+        return array_error(p, spec, PyExc_TypeError, Py_TYPE(obj)->tp_name);
+    }
+    b->held = 1;
+    const Py_buffer *view = &b->view;
+    if (view->ndim != 1 || !PyBuffer_IsContiguous(view, 'C')) {
+        if (view->ndim != 1)
+            snprintf(got, sizeof(got), "a %d-d array", view->ndim);
+        else
+            snprintf(got, sizeof(got), "a non-contiguous array (strides of %zd bytes)", view->strides[0]);
+        PyErr_Format(PyExc_ValueError, "%s: '%s' must be a C-contiguous 1-d array, got %s", p->function,
+                     spec->name, got);
         return -1;
+    }
+    Py_ssize_t length = view->shape[0];
+    int extra = spec->kind == ARG_OFFSETS;
+    int fits = format_matches(view, spec->dtype);
+    if (fits && p->dims[spec->dim] < 0 && length >= extra)
+        set_dim(p, spec->dim, length - extra, spec);
+    if (!fits || length != p->dims[spec->dim] + extra) {
+        char items[64];
+        describe_items(view, items, sizeof(items));
+        snprintf(got, sizeof(got), "%s of length %zd", items, length);
+        return array_error(p, spec, fits ? PyExc_ValueError : PyExc_TypeError, got);
+    }
+    if (spec->output && view->readonly) {
+        PyErr_Format(PyExc_ValueError, "%s: '%s' is an output and must be writable, got a read-only array",
+                     p->function, spec->name);
+        return -1;
+    }
+    return extra ? check_offsets(p, spec, view) : 0;
+}
+
+/* Replaces the error of converting an argument, or its `field` when not NULL (a
+ * TypeError, or a ValueError for a value out of range), by one that names it; returns -1. */
+static int scalar_error(const arg_parse *p, const arg_spec *spec, const char *field, const char *expected,
+                        PyObject *obj)
+{
+    PyObject *type = PyExc_TypeError;
+    if (PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_ValueError) || PyErr_ExceptionMatches(PyExc_OverflowError))
+            type = PyExc_ValueError;
+        else if (!PyErr_ExceptionMatches(PyExc_TypeError))
+            return -1;
+        PyErr_Clear();
+    }
+    PyErr_Format(type, "%s: '%s%s%s' must be %s, got %R", p->function, spec->name, field ? "." : "",
+                 field ? field : "", expected, obj);
+    return -1;
+}
+
+/* An int within [low, INT32_MAX] into *out (the argument, or its `field` when not NULL). */
+static int get_int32(const arg_parse *p, const arg_spec *spec, const char *field, PyObject *obj, long low,
+                     int32_t *out)
+{
+    long value = PyLong_AsLong(obj);
+    if ((value == -1 && PyErr_Occurred()) || value < low || value > INT32_MAX) {
+        char expected[64];
+        snprintf(expected, sizeof(expected), "an int in [%ld, %ld]", low, (long)INT32_MAX);
+        if (!PyErr_Occurred())
+            PyErr_SetNone(PyExc_ValueError);
+        return scalar_error(p, spec, field, expected, obj);
+    }
+    *out = (int32_t)value;
+    return 0;
+}
+
+/* A float into *out (the argument, or its `field` when not NULL). */
+static int get_double(const arg_parse *p, const arg_spec *spec, const char *field, PyObject *obj, double *out)
+{
+    *out = PyFloat_AsDouble(obj);
+    return *out == -1.0 && PyErr_Occurred() ? scalar_error(p, spec, field, "a float", obj) : 0;
+}
+
+static int get_window(const arg_parse *p, const arg_spec *spec, PyObject *obj, double *window)
+{
+    PyObject *pair = PySequence_Fast(obj, "");
+    int ok = pair != NULL && PySequence_Fast_GET_SIZE(pair) == 2;
+    for (int k = 0; ok && k < 2; k++) {
+        window[k] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(pair, k));
+        ok = !(window[k] == -1.0 && PyErr_Occurred());
+    }
+    Py_XDECREF(pair);
+    return ok ? 0 : scalar_error(p, spec, NULL, "a pair of floats (T_begin, T_end)", obj);
+}
+
+/* The device's fields, read by name from any object that has them (a Device). */
+static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, re_device *dev)
+{
+    double *values[N_DEVICE_FIELDS] = {NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops};
+    for (int k = 0; k < N_DEVICE_FIELDS; k++) {
+        const char *field = device_field_names[k];
+        PyObject *value = PyObject_GetAttr(obj, device_fields[k]);
+        if (value == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "%s: '%s' must have queue_depth, bandwidth, overhead, seek and iops (a Device), got %s "
+                         "without '%s'", p->function, spec->name, Py_TYPE(obj)->tp_name, field);
+            return -1;
+        }
+        int rc = k == 0 ? get_int32(p, spec, field, value, 1, &dev->queue_depth)
+                        : get_double(p, spec, field, value, values[k]);
+        Py_DECREF(value);
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
+
+static int get_scheduler(arg_parse *p, const arg_spec *spec, PyObject *obj, const re_sched_ops **out)
+{
+    const char *name = PyUnicode_Check(obj) ? PyUnicode_AsUTF8(obj) : NULL;
+    if (name == NULL)
+        return scalar_error(p, spec, NULL, "a scheduler's name", obj);
+    *out = re_find_scheduler(name);
+    if (*out == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s: unknown scheduler '%s'", p->function, name);
+        return -1;
+    }
+    p->scheduler = (*out)->name;
+    set_dim(p, DIM_N_PARAMS, (*out)->n_params, spec);
+    return 0;
+}
+
+static int get_argument(arg_parse *p, const arg_spec *spec, PyObject *obj, char *args)
+{
+    void *field = args + spec->offset;
+    switch (spec->kind) {
+    case ARG_ARRAY:
+    case ARG_OFFSETS: return get_array(p, spec, obj, field);
+    case ARG_COUNT:
+        if (get_int32(p, spec, NULL, obj, 0, field) < 0)
+            return -1;
+        if (spec->dim != DIM_NONE)
+            set_dim(p, spec->dim, *(int32_t *)field, spec);
+        return 0;
+    case ARG_FLOAT: return get_double(p, spec, NULL, obj, field);
+    case ARG_WINDOW: return get_window(p, spec, obj, field);
+    case ARG_DEVICE: return get_device(p, spec, obj, field);
+    case ARG_SCHEDULER: return get_scheduler(p, spec, obj, field);
+    }
+    return 0;
+}
+
+static int is_array(const arg_spec *spec)
+{
+    return spec->kind == ARG_ARRAY || spec->kind == ARG_OFFSETS;
+}
+
+/* Releases every buffer an entry's struct holds. */
+static void release_arguments(const arg_spec *specs, int n_specs, void *args)
+{
+    for (int i = 0; i < n_specs; i++)
+        if (is_array(&specs[i])) {
+            buffer *b = (buffer *)((char *)args + specs[i].offset);
+            if (b->held) {
+                PyBuffer_Release(&b->view);
+                b->held = 0;
+            }
+        }
+}
+
+/* The index of the spec named `key`, searched from `hint` (the next in table order), or -1. */
+static int find_keyword(const arg_spec *specs, int n_specs, const char *key, int hint)
+{
+    for (int k = 0; k < n_specs; k++) {
+        int i = (hint + k) % n_specs;
+        if (strcmp(specs[i].name, key) == 0)
+            return i;
+    }
+    return -1;
+}
+
+/* Fills `args`, the entry's zeroed struct, from keyword arguments only: every argument of
+ * `specs` once, the scalars first, then the arrays in table order. Returns 0, or -1 with
+ * an exception that names the argument and every buffer released. */
+static int parse_arguments(arg_parse *p, const char *function, const arg_spec *specs, int n_specs, void *args,
+                           PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
+{
+    *p = (arg_parse){.function = function};
+    for (int d = 0; d < N_DIMS; d++)
+        p->dims[d] = -1;
+    if (nargs > 0) {
+        PyErr_Format(PyExc_TypeError, "%s: takes keyword arguments only, got %zd positional", function, nargs);
+        return -1;
+    }
+    PyObject *values[MAX_ARGS] = {NULL};
+    Py_ssize_t n_keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0, hint = 0; k < n_keywords; k++) {
+        const char *key = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, k));
+        if (key == NULL)
+            return -1;
+        int i = find_keyword(specs, n_specs, key, (int)hint);
+        if (i < 0 || values[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: %s keyword argument '%s'", function, i < 0 ? "unknown" : "repeated",
+                         key);
+            return -1;
+        }
+        values[i] = objs[k];
+        hint = i + 1; /* callers usually follow the table's order */
+    }
+    for (int i = 0; i < n_specs; i++)
+        if (values[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s: missing keyword argument '%s'", function, specs[i].name);
+            return -1;
+        }
+    for (int arrays = 0; arrays < 2; arrays++)
+        for (int i = 0; i < n_specs; i++)
+            if (is_array(&specs[i]) == arrays && get_argument(p, &specs[i], values[i], args) < 0) {
+                release_arguments(specs, n_specs, args);
+                return -1;
+            }
+    return 0;
+}
+
+/* ------------------------------------------------------------------ engines' interrupt hook and errors */
 
 /* The engines' interrupt hook: takes the GIL back, runs the pending signal handlers
  * (a KeyboardInterrupt stays pending) and releases it; `arg` holds the thread state. */
@@ -115,40 +465,45 @@ static PyObject *raise_unindexed(const char *text)
     return NULL;
 }
 
-static PyObject *metrics_tuple(pe_metrics m)
+/* ------------------------------------------------------------------ phase engine */
+
+/* n_jobs as the phase engine counts them (int32); raises ValueError beyond. */
+static int check_n_jobs(const arg_parse *p)
 {
-    return Py_BuildValue("(ddd)", m.utilization, m.io_slowdown, m.max_stretch);
+    if (p->dims[DIM_N_JOBS] <= INT32_MAX)
+        return 0;
+    PyErr_Format(PyExc_ValueError, "%s: too many jobs (%zd, at most %ld)", p->function, p->dims[DIM_N_JOBS],
+                 (long)INT32_MAX);
+    return -1;
 }
 
-/* Gets the four timeline arrays of n_phases float64 items, writable or not, into b[0..3]. */
-static int get_timeline(PyObject *const *objs, buffer *b, Py_ssize_t n_phases, int writable)
-{
-    static const char *names[] = {"cpu_start", "cpu_end", "io_start", "io_end"};
-    for (int i = 0; i < 4; i++)
-        if (get_buffer(objs[i], &b[i], names[i], "d", 8, n_phases, writable) < 0)
-            return -1;
-    return 0;
-}
+typedef struct {
+    buffer release, sets, priority, phase_ptr, t_cpu, io_bytes;
+    double bandwidth, window[2];
+    buffer cpu_start, cpu_end, io_start, io_end;
+} phases_args;
 
-/* Gets phase_ptr (int64, n_jobs + 1 offsets from 0) into b; returns n_phases or -1. */
-static Py_ssize_t get_phase_ptr(PyObject *obj, buffer *b, Py_ssize_t n_jobs)
-{
-    if (get_buffer(obj, b, "phase_ptr", "q", 8, n_jobs < 0 ? -1 : n_jobs + 1, 0) < 0)
-        return -1;
-    const int64_t *ptr = b->view.buf;
-    Py_ssize_t n = b->view.len / 8;
-    if (n < 1 || ptr[0] != 0 || ptr[n - 1] < 0) {
-        PyErr_SetString(PyExc_ValueError, "phase_ptr must start at 0 and hold n_jobs + 1 offsets");
-        return -1;
-    }
-    return (Py_ssize_t)ptr[n - 1];
-}
+static const arg_spec replay_phases_args[] = {
+    IN(phases_args, release, 'd', DIM_N_JOBS),
+    IN(phases_args, sets, 'q', DIM_N_JOBS),
+    IN(phases_args, priority, 'd', DIM_N_JOBS),
+    OFFSETS(phases_args, phase_ptr),
+    IN(phases_args, t_cpu, 'd', DIM_N_PHASES),
+    IN(phases_args, io_bytes, 'd', DIM_N_PHASES),
+    SCALAR(phases_args, bandwidth, ARG_FLOAT),
+    SCALAR(phases_args, window, ARG_WINDOW),
+    OUT(phases_args, cpu_start, 'd', DIM_N_PHASES),
+    OUT(phases_args, cpu_end, 'd', DIM_N_PHASES),
+    OUT(phases_args, io_start, 'd', DIM_N_PHASES),
+    OUT(phases_args, io_end, 'd', DIM_N_PHASES),
+};
 
 PyDoc_STRVAR(replay_phases_doc,
-"replay_phases(release, sets, priority, phase_ptr, t_cpu, io_bytes, bandwidth, window,\n"
-"              cpu_start, cpu_end, io_start, io_end, /)\n"
+"replay_phases(*, release, sets, priority, phase_ptr, t_cpu, io_bytes, bandwidth, window,\n"
+"              cpu_start, cpu_end, io_start, io_end)\n"
 "--\n\n"
 "Replay a phase-level workload in the IO-SETS engine and measure it over a window.\n\n"
+"Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below.\n\n"
 "Parameters\n----------\n"
 "release, priority : float64 arrays of n_jobs\n"
 "sets : int64 array of n_jobs set labels (any integers)\n"
@@ -156,53 +511,37 @@ PyDoc_STRVAR(replay_phases_doc,
 "t_cpu, io_bytes : float64 arrays of n_phases\n"
 "bandwidth : float\n"
 "window : tuple (T_begin, T_end)\n"
-"cpu_start, cpu_end, io_start, io_end : float64 output arrays of n_phases\n\n"
+"cpu_start, cpu_end, io_start, io_end : writable float64 arrays of n_phases, filled\n\n"
 "Returns\n-------\ntuple\n"
 "    (n_events, utilization, io_slowdown, max_stretch): compute and I/O completions\n"
 "    processed, and the window metrics (NaN where undefined).\n");
 
-static PyObject *py_replay_phases(PyObject *self, PyObject *args)
+static PyObject *py_replay_phases(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *objs[10];
-    pe_input in = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOd(dd)OOOO", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &in.bandwidth, &in.window[0], &in.window[1], &objs[6], &objs[7], &objs[8], &objs[9]))
+    phases_args a = {0};
+    arg_parse p;
+    if (parse_arguments(&p, "replay_phases", replay_phases_args, N_ARGS(replay_phases_args), &a, objs, nargs,
+                        kwnames) < 0)
         return NULL;
-    enum { N_BUF = 10 };
-    buffer b[N_BUF];
-    memset(b, 0, sizeof(b));
-    if (get_buffer(objs[0], &b[0], "release", "d", 8, -1, 0) < 0)
-        goto fail;
-    Py_ssize_t n_jobs = b[0].view.len / 8;
-    if (n_jobs > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "too many jobs");
-        goto fail;
+    if (check_n_jobs(&p) < 0) {
+        release_arguments(replay_phases_args, N_ARGS(replay_phases_args), &a);
+        return NULL;
     }
-    Py_ssize_t n_phases;
-    if (get_buffer(objs[1], &b[1], "sets", "q", 8, n_jobs, 0) < 0 ||
-        get_buffer(objs[2], &b[2], "priority", "d", 8, n_jobs, 0) < 0 ||
-        (n_phases = get_phase_ptr(objs[3], &b[3], n_jobs)) < 0 ||
-        get_buffer(objs[4], &b[4], "t_cpu", "d", 8, n_phases, 0) < 0 ||
-        get_buffer(objs[5], &b[5], "io_bytes", "d", 8, n_phases, 0) < 0 ||
-        get_timeline(&objs[6], &b[6], n_phases, 1) < 0)
-        goto fail;
-    in.n_jobs = (int32_t)n_jobs;
-    in.release = b[0].view.buf;
-    in.set = b[1].view.buf;
-    in.priority = b[2].view.buf;
-    in.phase_ptr = b[3].view.buf;
-    in.t_cpu = b[4].view.buf;
-    in.io_bytes = b[5].view.buf;
+    pe_input in = {
+        .n_jobs = (int32_t)p.dims[DIM_N_JOBS], .release = a.release.view.buf, .set = a.sets.view.buf,
+        .priority = a.priority.view.buf, .phase_ptr = a.phase_ptr.view.buf, .t_cpu = a.t_cpu.view.buf,
+        .io_bytes = a.io_bytes.view.buf, .bandwidth = a.bandwidth, .window = {a.window[0], a.window[1]},
+    };
     pe_output out = {
-        .cpu_start = b[6].view.buf, .cpu_end = b[7].view.buf,
-        .io_start = b[8].view.buf, .io_end = b[9].view.buf,
+        .cpu_start = a.cpu_start.view.buf, .cpu_end = a.cpu_end.view.buf,
+        .io_start = a.io_start.view.buf, .io_end = a.io_end.view.buf,
     };
     int64_t bad = -1;
     PyThreadState *thread = PyEval_SaveThread();
     in.interrupt = (interrupt_hook){signals_pending, &thread};
     int rc = pe_run(&in, &out, &bad);
     PyEval_RestoreThread(thread);
-    release_all(b, N_BUF);
+    release_arguments(replay_phases_args, N_ARGS(replay_phases_args), &a);
     if (rc == PE_INTERRUPTED)
         return NULL;
     if (rc == PE_NOMEM)
@@ -211,18 +550,34 @@ static PyObject *py_replay_phases(PyObject *self, PyObject *args)
         return raise_error(phase_error_text(rc), bad);
     return Py_BuildValue("(Lddd)", (long long)out.n_events, out.metrics.utilization, out.metrics.io_slowdown,
                          out.metrics.max_stretch);
-fail:
-    release_all(b, N_BUF);
-    return NULL;
 }
 
+typedef struct {
+    buffer phase_ptr, io_bytes, cpu_start, cpu_end, io_start, io_end, remaining_begin, remaining_end;
+    double bandwidth, window[2];
+} timeline_args;
+
+static const arg_spec phase_metrics_args[] = {
+    OFFSETS(timeline_args, phase_ptr),
+    IN(timeline_args, io_bytes, 'd', DIM_N_PHASES),
+    IN(timeline_args, cpu_start, 'd', DIM_N_PHASES),
+    IN(timeline_args, cpu_end, 'd', DIM_N_PHASES),
+    IN(timeline_args, io_start, 'd', DIM_N_PHASES),
+    IN(timeline_args, io_end, 'd', DIM_N_PHASES),
+    IN(timeline_args, remaining_begin, 'd', DIM_N_PHASES),
+    IN(timeline_args, remaining_end, 'd', DIM_N_PHASES),
+    SCALAR(timeline_args, bandwidth, ARG_FLOAT),
+    SCALAR(timeline_args, window, ARG_WINDOW),
+};
+
 PyDoc_STRVAR(phase_metrics_doc,
-"phase_metrics(phase_ptr, io_bytes, cpu_start, cpu_end, io_start, io_end, remaining_begin,\n"
-"              remaining_end, bandwidth, window, /)\n"
+"phase_metrics(*, phase_ptr, io_bytes, cpu_start, cpu_end, io_start, io_end, remaining_begin,\n"
+"              remaining_end, bandwidth, window)\n"
 "--\n\n"
 "Utilization, IO-slowdown and Max Stretch of a phase timeline over a window.\n\n"
+"Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below.\n\n"
 "Parameters\n----------\n"
-"phase_ptr : int64 array of n_jobs + 1 phase offsets, from 0 to n_phases\n"
+"phase_ptr : int64 array of n_jobs + 1 phase offsets, from 0 to n_phases, not decreasing\n"
 "io_bytes, cpu_start, cpu_end, io_start, io_end : float64 arrays of n_phases\n"
 "remaining_begin, remaining_end : float64 arrays of n_phases\n"
 "    Bytes left at T_begin and T_end of each phase performing then (NaN counts as 0).\n"
@@ -230,44 +585,39 @@ PyDoc_STRVAR(phase_metrics_doc,
 "window : tuple (T_begin, T_end)\n\n"
 "Returns\n-------\ntuple\n    (utilization, io_slowdown, max_stretch), NaN where undefined.\n");
 
-static PyObject *py_phase_metrics(PyObject *self, PyObject *args)
+static PyObject *py_phase_metrics(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *objs[8];
-    pe_timeline t = {0};
-    if (!PyArg_ParseTuple(args, "OOOOOOOOd(dd)", &objs[0], &objs[1], &objs[2], &objs[3], &objs[4], &objs[5],
-                          &objs[6], &objs[7], &t.bandwidth, &t.window[0], &t.window[1]))
+    timeline_args a = {0};
+    arg_parse p;
+    if (parse_arguments(&p, "phase_metrics", phase_metrics_args, N_ARGS(phase_metrics_args), &a, objs, nargs,
+                        kwnames) < 0)
         return NULL;
-    enum { N_BUF = 8 };
-    buffer b[N_BUF];
-    memset(b, 0, sizeof(b));
-    Py_ssize_t n_phases = get_phase_ptr(objs[0], &b[0], -1);
-    if (n_phases < 0 || get_buffer(objs[1], &b[1], "io_bytes", "d", 8, n_phases, 0) < 0 ||
-        get_timeline(&objs[2], &b[2], n_phases, 0) < 0 ||
-        get_buffer(objs[6], &b[6], "remaining_begin", "d", 8, n_phases, 0) < 0 ||
-        get_buffer(objs[7], &b[7], "remaining_end", "d", 8, n_phases, 0) < 0)
-        goto fail;
-    const int64_t *ptr = b[0].view.buf;
-    t.n_jobs = (int32_t)(b[0].view.len / 8 - 1);
-    for (int32_t j = 0; j < t.n_jobs; j++)
+    const int64_t *ptr = a.phase_ptr.view.buf;
+    int32_t n_jobs = (int32_t)p.dims[DIM_N_JOBS];
+    int ok = check_n_jobs(&p) == 0;
+    for (int32_t j = 0; ok && j < n_jobs; j++)
         if (ptr[j + 1] < ptr[j]) {
-            PyErr_Format(PyExc_ValueError, "phase offsets must not decrease (job %d)", (int)j);
-            goto fail;
+            PyErr_Format(PyExc_ValueError, "phase_metrics: 'phase_ptr' offsets must not decrease (job %d)", (int)j);
+            ok = 0;
         }
-    t.phase_ptr = ptr;
-    t.io_bytes = b[1].view.buf;
-    t.cpu_start = b[2].view.buf;
-    t.cpu_end = b[3].view.buf;
-    t.io_start = b[4].view.buf;
-    t.io_end = b[5].view.buf;
-    t.remaining[0] = b[6].view.buf;
-    t.remaining[1] = b[7].view.buf;
-    pe_metrics m = pe_window_metrics(&t);
-    release_all(b, N_BUF);
-    return metrics_tuple(m);
-fail:
-    release_all(b, N_BUF);
-    return NULL;
+    pe_metrics m = {0};
+    if (ok) {
+        pe_timeline t = {
+            .n_jobs = n_jobs, .phase_ptr = ptr, .io_bytes = a.io_bytes.view.buf,
+            .cpu_start = a.cpu_start.view.buf, .cpu_end = a.cpu_end.view.buf,
+            .io_start = a.io_start.view.buf, .io_end = a.io_end.view.buf,
+            .remaining = {a.remaining_begin.view.buf, a.remaining_end.view.buf},
+            .bandwidth = a.bandwidth, .window = {a.window[0], a.window[1]},
+        };
+        m = pe_window_metrics(&t);
+    }
+    release_arguments(phase_metrics_args, N_ARGS(phase_metrics_args), &a);
+    if (!ok)
+        return NULL;
+    return Py_BuildValue("(ddd)", m.utilization, m.io_slowdown, m.max_stretch);
 }
+
+/* ------------------------------------------------------------------ request engine */
 
 static const char *request_error_text(int rc)
 {
@@ -289,52 +639,48 @@ static const char *request_error_text(int rc)
     }
 }
 
-/* Gets size, offset, cls, stream, server, phase, op (n items each) into b[0..6]. */
-static int get_request_arrays(PyObject *const *objs, buffer *b, Py_ssize_t n)
-{
-    return get_buffer(objs[0], &b[0], "size", "d", 8, n, 0) < 0 ||
-                   get_buffer(objs[1], &b[1], "offset", "q", 8, n, 0) < 0 ||
-                   get_buffer(objs[2], &b[2], "cls", "i", 4, n, 0) < 0 ||
-                   get_buffer(objs[3], &b[3], "stream", "i", 4, n, 0) < 0 ||
-                   get_buffer(objs[4], &b[4], "server", "i", 4, n, 0) < 0 ||
-                   get_buffer(objs[5], &b[5], "phase", "i", 4, n, 0) < 0 ||
-                   get_buffer(objs[6], &b[6], "op", "b", 1, n, 0) < 0
-               ? -1
-               : 0;
-}
+/* The arguments of replay_requests (open loop) and replay_trace (closed loop); each
+ * takes the fields its table names, the others stay zero. */
+typedef struct {
+    const re_sched_ops *scheduler;
+    buffer arrival, size, offset, cls, stream, server, phase, op;
+    int32_t n_classes, n_streams, n_servers, n_phases;
+    buffer gate, think, prev, gap, job;
+    re_device device;
+    buffer weight, reservation, limit, params;
+    buffer release, dispatch, complete, unit, phase_start, phase_end;
+} request_args;
 
-/* Gets weight, reservation, limit (n_classes items each) and the scheduler's params into b[0..3]. */
-static int get_class_arrays(PyObject *const *objs, buffer *b, const re_sched_ops *ops, int n_classes)
-{
-    if (get_buffer(objs[0], &b[0], "weight", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[1], &b[1], "reservation", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[2], &b[2], "limit", "d", 8, n_classes, 0) < 0 ||
-        get_buffer(objs[3], &b[3], "params", "d", 8, -1, 0) < 0)
-        return -1;
-    if (b[3].view.len / 8 != ops->n_params) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %d parameters, got %zd", ops->name, (int)ops->n_params,
-                     b[3].view.len / 8);
-        return -1;
-    }
-    return 0;
-}
+/* The arguments both request entries take, in their order: the requests and their counts. */
+#define REQUEST_ARRAYS                                                                                                \
+    IN(request_args, size, 'd', DIM_N_REQUESTS), IN(request_args, offset, 'q', DIM_N_REQUESTS),                    \
+        IN(request_args, cls, 'i', DIM_N_REQUESTS), IN(request_args, stream, 'i', DIM_N_REQUESTS),                 \
+        IN(request_args, server, 'i', DIM_N_REQUESTS), IN(request_args, phase, 'i', DIM_N_REQUESTS),               \
+        IN(request_args, op, 'b', DIM_N_REQUESTS), COUNT(request_args, n_classes, DIM_N_CLASSES),                  \
+        COUNT(request_args, n_streams, DIM_NONE), COUNT(request_args, n_servers, DIM_NONE),                        \
+        COUNT(request_args, n_phases, DIM_N_PHASES)
 
-/* The requests of b[0..6] (get_request_arrays) with the given arrival dates and counts. */
-static re_requests request_arrays(const buffer *b, Py_ssize_t n, const double *arrival, const int *counts)
+/* Then the device, the scheduler's per-class arrays and its parameters. */
+#define SCHEDULER_ARRAYS                                                                                              \
+    SCALAR(request_args, device, ARG_DEVICE), IN(request_args, weight, 'd', DIM_N_CLASSES),                        \
+        IN(request_args, reservation, 'd', DIM_N_CLASSES), IN(request_args, limit, 'd', DIM_N_CLASSES),            \
+        IN(request_args, params, 'd', DIM_N_PARAMS)
+
+static re_requests request_arrays(const request_args *a, Py_ssize_t n)
 {
     return (re_requests){
-        .n = n, .arrival = arrival, .size = b[0].view.buf, .offset = b[1].view.buf, .cls = b[2].view.buf,
-        .stream = b[3].view.buf, .server = b[4].view.buf, .phase = b[5].view.buf, .op = b[6].view.buf,
-        .n_classes = counts[0], .n_streams = counts[1], .n_servers = counts[2], .n_phases = counts[3],
+        .n = n, .arrival = a->arrival.view.buf, .size = a->size.view.buf, .offset = a->offset.view.buf,
+        .cls = a->cls.view.buf, .stream = a->stream.view.buf, .server = a->server.view.buf,
+        .phase = a->phase.view.buf, .op = a->op.view.buf, .n_classes = a->n_classes, .n_streams = a->n_streams,
+        .n_servers = a->n_servers, .n_phases = a->n_phases,
     };
 }
 
-/* The context over the class arrays of b[0..3] (get_class_arrays). */
-static re_context class_context(const buffer *b, const re_requests *rq, const re_device *dev)
+static re_context class_context(const request_args *a, const re_requests *rq)
 {
     return (re_context){
-        .rq = rq, .device = dev, .weight = b[0].view.buf, .reservation = b[1].view.buf,
-        .limit = b[2].view.buf, .param = b[3].view.buf,
+        .rq = rq, .device = &a->device, .weight = a->weight.view.buf, .reservation = a->reservation.view.buf,
+        .limit = a->limit.view.buf, .param = a->params.view.buf,
     };
 }
 
@@ -364,207 +710,190 @@ static PyObject *request_result(int rc, const char *message, int64_t bad, int64_
     return PyLong_FromLongLong(n_units);
 }
 
-static const re_sched_ops *find_scheduler(const char *name)
-{
-    const re_sched_ops *ops = re_find_scheduler(name);
-    if (ops == NULL)
-        PyErr_Format(PyExc_ValueError, "unknown scheduler '%s'", name);
-    return ops;
-}
+static const arg_spec replay_requests_args[] = {
+    SCALAR(request_args, scheduler, ARG_SCHEDULER),
+    IN(request_args, arrival, 'd', DIM_N_REQUESTS),
+    REQUEST_ARRAYS,
+    SCHEDULER_ARRAYS,
+    OUT(request_args, dispatch, 'd', DIM_N_REQUESTS),
+    OUT(request_args, complete, 'd', DIM_N_REQUESTS),
+    OUT(request_args, unit, 'q', DIM_N_REQUESTS),
+};
 
 PyDoc_STRVAR(replay_requests_doc,
-"replay_requests(scheduler, arrival, size, offset, cls, stream, server, phase, op,\n"
+"replay_requests(*, scheduler, arrival, size, offset, cls, stream, server, phase, op,\n"
 "                n_classes, n_streams, n_servers, n_phases, device, weight, reservation, limit,\n"
-"                params, dispatch, complete, unit, /)\n"
+"                params, dispatch, complete, unit)\n"
 "--\n\n"
 "Replay a request trace through one scheduler into the device model.\n\n"
+"Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below\n"
+"(n_requests: the length of arrival).\n\n"
 "Parameters\n----------\n"
 "scheduler : str\n    Registered scheduler name.\n"
-"arrival, size : float64 arrays of n requests (arrival sorted)\n"
+"arrival, size : float64 arrays of n_requests (arrival sorted)\n"
 "offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
-"device : tuple (queue_depth, bandwidth, overhead, seek, iops)\n"
+"n_classes, n_streams, n_servers, n_phases : int >= 0\n"
+"device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops.\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
-"dispatch, complete : float64 output arrays; unit : int64 output array\n\n"
+"dispatch, complete : writable float64 arrays; unit : writable int64 array, filled\n\n"
 "Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
 
-static PyObject *py_replay_requests(PyObject *self, PyObject *args)
+static PyObject *py_replay_requests(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const char *name;
-    PyObject *objs[15];
-    int counts[4], depth;
-    re_device dev;
-    if (!PyArg_ParseTuple(args, "sOOOOOOOOiiii(idddd)OOOOOOO", &name, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &objs[7], &counts[0], &counts[1],
-                          &counts[2], &counts[3], &depth, &dev.bandwidth, &dev.overhead, &dev.seek,
-                          &dev.iops, &objs[8], &objs[9], &objs[10], &objs[11], &objs[12], &objs[13],
-                          &objs[14]))
+    request_args a = {0};
+    arg_parse p;
+    if (parse_arguments(&p, "replay_requests", replay_requests_args, N_ARGS(replay_requests_args), &a, objs, nargs,
+                        kwnames) < 0)
         return NULL;
-    dev.queue_depth = depth;
-    const re_sched_ops *ops = find_scheduler(name);
-    if (ops == NULL)
-        return NULL;
-    enum { N_BUF = 15 };
-    buffer b[N_BUF];
-    memset(b, 0, sizeof(b));
-    if (get_buffer(objs[0], &b[0], "arrival", "d", 8, -1, 0) < 0)
-        goto fail;
-    Py_ssize_t n = b[0].view.len / 8;
-    if (get_request_arrays(&objs[1], &b[1], n) < 0 || get_class_arrays(&objs[8], &b[8], ops, counts[0]) < 0 ||
-        get_buffer(objs[12], &b[12], "dispatch", "d", 8, n, 1) < 0 ||
-        get_buffer(objs[13], &b[13], "complete", "d", 8, n, 1) < 0 ||
-        get_buffer(objs[14], &b[14], "unit", "q", 8, n, 1) < 0)
-        goto fail;
-    re_requests rq = request_arrays(&b[1], n, b[0].view.buf, counts);
-    re_context ctx = class_context(&b[8], &rq, &dev);
-    re_output out = {.dispatch = b[12].view.buf, .complete = b[13].view.buf, .unit = b[14].view.buf};
+    re_requests rq = request_arrays(&a, p.dims[DIM_N_REQUESTS]);
+    re_context ctx = class_context(&a, &rq);
+    re_output out = {.dispatch = a.dispatch.view.buf, .complete = a.complete.view.buf, .unit = a.unit.view.buf};
     int64_t bad = -1;
     PyThreadState *thread = PyEval_SaveThread();
     ctx.interrupt = (interrupt_hook){signals_pending, &thread};
-    int rc = re_run(ops, &ctx, &out, &bad);
+    int rc = re_run(a.scheduler, &ctx, &out, &bad);
     PyEval_RestoreThread(thread);
     char message[256] = "";
-    request_message(rc, ops, &ctx, bad, message, sizeof(message));
-    release_all(b, N_BUF);
+    request_message(rc, a.scheduler, &ctx, bad, message, sizeof(message));
+    release_arguments(replay_requests_args, N_ARGS(replay_requests_args), &a);
     return request_result(rc, message, bad, out.n_units);
-fail:
-    release_all(b, N_BUF);
-    return NULL;
 }
 
+static const arg_spec replay_trace_args[] = {
+    SCALAR(request_args, scheduler, ARG_SCHEDULER),
+    REQUEST_ARRAYS,
+    IN(request_args, gate, 'q', DIM_N_REQUESTS),
+    IN(request_args, think, 'd', DIM_N_REQUESTS),
+    IN(request_args, prev, 'i', DIM_N_PHASES),
+    IN(request_args, gap, 'd', DIM_N_PHASES),
+    IN(request_args, job, 'i', DIM_N_PHASES),
+    SCHEDULER_ARRAYS,
+    OUT(request_args, release, 'd', DIM_N_REQUESTS),
+    OUT(request_args, dispatch, 'd', DIM_N_REQUESTS),
+    OUT(request_args, complete, 'd', DIM_N_REQUESTS),
+    OUT(request_args, unit, 'q', DIM_N_REQUESTS),
+    OUT(request_args, phase_start, 'd', DIM_N_PHASES),
+    OUT(request_args, phase_end, 'd', DIM_N_PHASES),
+};
+
 PyDoc_STRVAR(replay_trace_doc,
-"replay_trace(scheduler, size, offset, cls, stream, server, phase, op,\n"
+"replay_trace(*, scheduler, size, offset, cls, stream, server, phase, op,\n"
 "             n_classes, n_streams, n_servers, n_phases, gate, think, prev, gap, job,\n"
 "             device, weight, reservation, limit, params,\n"
-"             release, dispatch, complete, unit, phase_start, phase_end, /)\n"
+"             release, dispatch, complete, unit, phase_start, phase_end)\n"
 "--\n\n"
 "Replay request chains in a closed loop through one scheduler into the device model.\n\n"
 "A phase opens at its prev phase's end + gap (at gap, a date, for a job's first phase)\n"
 "and ends when its last request completes; a request is released at its gate's\n"
 "completion (its phase's opening when gate is -1) + think, and reaches the scheduler then.\n\n"
+"Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below\n"
+"(n_requests: the length of size).\n\n"
 "Parameters\n----------\n"
 "scheduler : str\n    Registered scheduler name.\n"
-"size : float64 array of n requests\n"
+"size : float64 array of n_requests\n"
 "offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
 "    phase is each request's chain phase, in [0, n_phases).\n"
-"gate : int64 array of n: -1 or an earlier request of the same phase\n"
-"think : float64 array of n, >= 0\n"
+"n_classes, n_streams, n_servers, n_phases : int >= 0\n"
+"gate : int64 array of n_requests: -1 or an earlier request of the same phase\n"
+"think : float64 array of n_requests, >= 0\n"
 "prev : int32 array of n_phases: -1 or an earlier phase of the same job\n"
 "gap : float64 array of n_phases: s after prev's end (>= 0), or the opening date\n"
 "job : int32 array of n_phases: each phase's job\n"
-"device : tuple (queue_depth, bandwidth, overhead, seek, iops)\n"
+"device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops.\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
-"release, dispatch, complete : float64 output arrays of n; unit : int64 output array of n\n"
-"phase_start, phase_end : float64 output arrays of n_phases (NaN where never reached)\n\n"
+"release, dispatch, complete : writable float64 arrays of n_requests; unit : writable int64\n"
+"    array of n_requests, filled\n"
+"phase_start, phase_end : writable float64 arrays of n_phases, filled (NaN where never reached)\n\n"
 "Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
 
-static PyObject *py_replay_trace(PyObject *self, PyObject *args)
+static PyObject *py_replay_trace(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
-    const char *name;
-    PyObject *objs[22];
-    int counts[4], depth;
-    re_device dev;
-    if (!PyArg_ParseTuple(args, "sOOOOOOOiiiiOOOOO(idddd)OOOOOOOOOO", &name, &objs[0], &objs[1], &objs[2],
-                          &objs[3], &objs[4], &objs[5], &objs[6], &counts[0], &counts[1], &counts[2],
-                          &counts[3], &objs[7], &objs[8], &objs[9], &objs[10], &objs[11], &depth,
-                          &dev.bandwidth, &dev.overhead, &dev.seek, &dev.iops, &objs[12], &objs[13],
-                          &objs[14], &objs[15], &objs[16], &objs[17], &objs[18], &objs[19], &objs[20],
-                          &objs[21]))
+    request_args a = {0};
+    arg_parse p;
+    if (parse_arguments(&p, "replay_trace", replay_trace_args, N_ARGS(replay_trace_args), &a, objs, nargs,
+                        kwnames) < 0)
         return NULL;
-    dev.queue_depth = depth;
-    const re_sched_ops *ops = find_scheduler(name);
-    if (ops == NULL)
-        return NULL;
-    if (counts[0] < 0 || counts[1] < 0 || counts[2] < 0 || counts[3] < 0) {
-        PyErr_SetString(PyExc_ValueError, "n_classes, n_streams, n_servers and n_phases must be >= 0");
-        return NULL;
-    }
-    enum { N_BUF = 22 };
-    buffer b[N_BUF];
-    memset(b, 0, sizeof(b));
-    if (get_buffer(objs[0], &b[0], "size", "d", 8, -1, 0) < 0)
-        goto fail;
-    Py_ssize_t n = b[0].view.len / 8;
-    Py_ssize_t n_phases = counts[3];
-    if (get_request_arrays(objs, b, n) < 0 || get_buffer(objs[7], &b[7], "gate", "q", 8, n, 0) < 0 ||
-        get_buffer(objs[8], &b[8], "think", "d", 8, n, 0) < 0 ||
-        get_buffer(objs[9], &b[9], "prev", "i", 4, n_phases, 0) < 0 ||
-        get_buffer(objs[10], &b[10], "gap", "d", 8, n_phases, 0) < 0 ||
-        get_buffer(objs[11], &b[11], "job", "i", 4, n_phases, 0) < 0 ||
-        get_class_arrays(&objs[12], &b[12], ops, counts[0]) < 0 ||
-        get_buffer(objs[16], &b[16], "release", "d", 8, n, 1) < 0 ||
-        get_buffer(objs[17], &b[17], "dispatch", "d", 8, n, 1) < 0 ||
-        get_buffer(objs[18], &b[18], "complete", "d", 8, n, 1) < 0 ||
-        get_buffer(objs[19], &b[19], "unit", "q", 8, n, 1) < 0 ||
-        get_buffer(objs[20], &b[20], "phase_start", "d", 8, n_phases, 1) < 0 ||
-        get_buffer(objs[21], &b[21], "phase_end", "d", 8, n_phases, 1) < 0)
-        goto fail;
-    re_requests rq = request_arrays(b, n, NULL, counts);
-    re_context ctx = class_context(&b[12], &rq, &dev);
-    re_chains ch = {.gate = b[7].view.buf, .think = b[8].view.buf, .prev = b[9].view.buf,
-                    .gap = b[10].view.buf, .job = b[11].view.buf};
-    re_output out = {.dispatch = b[17].view.buf, .complete = b[18].view.buf, .unit = b[19].view.buf};
+    re_requests rq = request_arrays(&a, p.dims[DIM_N_REQUESTS]);
+    re_context ctx = class_context(&a, &rq);
+    re_chains ch = {.gate = a.gate.view.buf, .think = a.think.view.buf, .prev = a.prev.view.buf,
+                    .gap = a.gap.view.buf, .job = a.job.view.buf};
+    re_output out = {.dispatch = a.dispatch.view.buf, .complete = a.complete.view.buf, .unit = a.unit.view.buf};
     int64_t bad = -1;
     PyThreadState *thread = PyEval_SaveThread();
     ctx.interrupt = (interrupt_hook){signals_pending, &thread};
-    int rc = re_run_closed(ops, &ctx, &ch, &out, b[16].view.buf, b[20].view.buf, b[21].view.buf, &bad);
+    int rc = re_run_closed(a.scheduler, &ctx, &ch, &out, a.release.view.buf, a.phase_start.view.buf,
+                           a.phase_end.view.buf, &bad);
     PyEval_RestoreThread(thread);
     char message[256] = "";
-    request_message(rc, ops, &ctx, bad, message, sizeof(message));
-    release_all(b, N_BUF);
+    request_message(rc, a.scheduler, &ctx, bad, message, sizeof(message));
+    release_arguments(replay_trace_args, N_ARGS(replay_trace_args), &a);
     return request_result(rc, message, bad, out.n_units);
-fail:
-    release_all(b, N_BUF);
-    return NULL;
 }
 
+typedef struct {
+    buffer group;
+    int32_t n_groups;
+    buffer start, end, gate;
+} gates_args;
+
+static const arg_spec chain_gates_args[] = {
+    IN(gates_args, group, 'i', DIM_N_REQUESTS),
+    COUNT(gates_args, n_groups, DIM_NONE),
+    IN(gates_args, start, 'd', DIM_N_REQUESTS),
+    IN(gates_args, end, 'd', DIM_N_REQUESTS),
+    OUT(gates_args, gate, 'q', DIM_N_REQUESTS),
+};
+
 PyDoc_STRVAR(chain_gates_doc,
-"chain_gates(group, n_groups, start, end, gate, /)\n"
+"chain_gates(*, group, n_groups, start, end, gate)\n"
 "--\n\n"
 "The closed loop's gates of recorded requests, in recorded start order.\n\n"
 "A group's depth is the largest number of its requests in flight at once, at least 1\n"
 "(a request occupies [start, end); one ending as another starts does not overlap it, one\n"
 "of zero length counts at its date); a request's gate is the request of its group depth\n"
 "requests earlier, or -1.\n\n"
+"Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below.\n\n"
 "Parameters\n----------\n"
-"group : int32 array of n, in [0, n_groups)\n"
-"n_groups : int\n"
-"start, end : float64 arrays of n; start sorted, end >= start\n"
-"gate : int64 output array of n\n");
+"group : int32 array of n_requests, in [0, n_groups)\n"
+"n_groups : int >= 0\n"
+"start, end : float64 arrays of n_requests; start sorted, end >= start\n"
+"gate : writable int64 array of n_requests, filled\n");
 
-static PyObject *py_chain_gates(PyObject *self, PyObject *args)
+static PyObject *py_chain_gates(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
-    PyObject *objs[4];
-    int n_groups;
-    if (!PyArg_ParseTuple(args, "OiOOO", &objs[0], &n_groups, &objs[1], &objs[2], &objs[3]))
+    gates_args a = {0};
+    arg_parse p;
+    if (parse_arguments(&p, "chain_gates", chain_gates_args, N_ARGS(chain_gates_args), &a, objs, nargs, kwnames) <
+        0)
         return NULL;
-    enum { N_BUF = 4 };
-    buffer b[N_BUF];
-    memset(b, 0, sizeof(b));
-    if (get_buffer(objs[0], &b[0], "group", "i", 4, -1, 0) < 0)
-        goto fail;
-    Py_ssize_t n = b[0].view.len / 4;
-    if (get_buffer(objs[1], &b[1], "start", "d", 8, n, 0) < 0 || get_buffer(objs[2], &b[2], "end", "d", 8, n, 0) < 0 ||
-        get_buffer(objs[3], &b[3], "gate", "q", 8, n, 1) < 0)
-        goto fail;
-    const int32_t *group = b[0].view.buf;
-    const double *start = b[1].view.buf, *end = b[2].view.buf;
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (group[i] < 0 || group[i] >= n_groups || !(end[i] >= start[i]) || (i > 0 && !(start[i] >= start[i - 1]))) {
+    Py_ssize_t n = p.dims[DIM_N_REQUESTS];
+    const int32_t *group = a.group.view.buf;
+    const double *start = a.start.view.buf, *end = a.end.view.buf;
+    int rc = RE_OK;
+    for (Py_ssize_t i = 0; rc == RE_OK && i < n; i++)
+        if (group[i] < 0 || group[i] >= a.n_groups || !(end[i] >= start[i]) || (i > 0 && !(start[i] >= start[i - 1]))) {
             PyErr_Format(PyExc_ValueError, "chain_gates: request %zd: group out of range, end before start or "
                          "start not sorted", i);
-            goto fail;
+            rc = -1;
         }
-    int rc = chain_gates(n, group, n_groups, start, end, b[3].view.buf);
-    release_all(b, N_BUF);
+    if (rc == RE_OK)
+        rc = chain_gates(n, group, a.n_groups, start, end, a.gate.view.buf);
+    release_arguments(chain_gates_args, N_ARGS(chain_gates_args), &a);
+    if (rc == -1)
+        return NULL;
     if (rc != RE_OK)
         return PyErr_NoMemory();
     Py_RETURN_NONE;
-fail:
-    release_all(b, N_BUF);
-    return NULL;
 }
+
+/* Every table fits parse_arguments' slots. */
+_Static_assert(sizeof(replay_trace_args) / sizeof(arg_spec) <= MAX_ARGS, "replay_trace: too many arguments");
+_Static_assert(sizeof(replay_requests_args) / sizeof(arg_spec) <= MAX_ARGS, "replay_requests: too many arguments");
+_Static_assert(sizeof(replay_phases_args) / sizeof(arg_spec) <= MAX_ARGS, "replay_phases: too many arguments");
+_Static_assert(sizeof(phase_metrics_args) / sizeof(arg_spec) <= MAX_ARGS, "phase_metrics: too many arguments");
+_Static_assert(sizeof(chain_gates_args) / sizeof(arg_spec) <= MAX_ARGS, "chain_gates: too many arguments");
 
 /* One scheduler's [(name, default, allowed, doc), ...]. */
 static PyObject *parameter_list(const re_sched_ops *ops)
@@ -590,7 +919,7 @@ PyDoc_STRVAR(scheduler_params_doc,
 "Returns\n-------\ndict\n"
 "    {scheduler: [(name, default, allowed, doc), ...]}: each parameter's name, default\n"
 "    value, allowed values (e.g. '> 0', '0 or 1') and one-line description, in the order\n"
-"    replay_requests takes them.\n");
+"    of the params array replay_requests and replay_trace take.\n");
 
 static PyObject *py_scheduler_params(PyObject *self, PyObject *unused)
 {
@@ -605,13 +934,16 @@ static PyObject *py_scheduler_params(PyObject *self, PyObject *unused)
     return result;
 }
 
+/* An entry that takes keyword arguments only (METH_FASTCALL | METH_KEYWORDS). */
+#define KEYWORDS_ONLY(name) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL | METH_KEYWORDS, name##_doc}
+
 static PyMethodDef methods[] = {
-    {"replay_phases", py_replay_phases, METH_VARARGS, replay_phases_doc},
-    {"phase_metrics", py_phase_metrics, METH_VARARGS, phase_metrics_doc},
-    {"replay_requests", py_replay_requests, METH_VARARGS, replay_requests_doc},
-    {"replay_trace", py_replay_trace, METH_VARARGS, replay_trace_doc},
+    KEYWORDS_ONLY(replay_phases),
+    KEYWORDS_ONLY(phase_metrics),
+    KEYWORDS_ONLY(replay_requests),
+    KEYWORDS_ONLY(replay_trace),
     {"scheduler_params", py_scheduler_params, METH_NOARGS, scheduler_params_doc},
-    {"chain_gates", py_chain_gates, METH_VARARGS, chain_gates_doc},
+    KEYWORDS_ONLY(chain_gates),
     {NULL, NULL, 0, NULL},
 };
 
@@ -630,5 +962,8 @@ PyMODINIT_FUNC PyInit__engine(void)
     Py_DECREF(errors);
     if (ReplayError == NULL)
         return NULL;
+    for (int k = 0; k < N_DEVICE_FIELDS; k++)
+        if ((device_fields[k] = PyUnicode_InternFromString(device_field_names[k])) == NULL)
+            return NULL;
     return PyModule_Create(&module);
 }
