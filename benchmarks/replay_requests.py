@@ -1,6 +1,6 @@
 """Request-level replay speed: 10 M synthetic requests per scheduler in one C call.
 
-Targets (README, Speed): >= 10 M req/s for fcfs, time-order and wfq; >= 5 M req/s
+Targets (docs/benchmarks.md): >= 10 M req/s for fcfs, time-order and wfq; >= 5 M req/s
 for rbfq with 1000 clients. Anchor: libCacheSim (PyPI ``libcachesim``) running
 FIFO over the same number of requests from a binary oracleGeneral trace, in the
 same process; the ratio printed is iosets req/s / libCacheSim req/s. The rate

@@ -25,7 +25,7 @@ printed on stdout.
 Exit codes: 0 ok; 2 bad input (missing/unreadable file, job without set or
 priority, ...); 3 SimGrid not importable.
 
-Model (README, "The phase model and its metrics") and how it is mapped onto SimGrid
+Model (docs/explanation/models.md, the phase model) and how it is mapped onto SimGrid
 -----------------------------------------------------------------------
 * Platform: one host ``fs`` (speed 1 flop/s, unused) carrying one disk with
   read and write bandwidth B (times the byte scale K, see below), built with

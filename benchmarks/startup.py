@@ -1,6 +1,6 @@
 """Start-up cost of the command line and per-call overhead of the replay entries.
 
-Target (README, Speed): ``iosets --help`` and ``iosets replay tiny.json --json`` under 0.3 s of CPU;
+Target (docs/benchmarks.md): ``iosets --help`` and ``iosets replay tiny.json --json`` under 0.3 s of CPU;
 anchor: bare ``python -c pass`` (about 0.05 s), run in the same script. Each command runs as a
 child process, interleaved with the others over several rounds; its CPU time is the user + system
 time of the child (``getrusage(RUSAGE_CHILDREN)`` deltas), reported as median and min and as a

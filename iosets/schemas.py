@@ -442,7 +442,9 @@ _JOB_COLUMNS = (
     Column(
         "not_periodic",
         pl.String,
-        "Why w_iter is null: " + ", ".join(NOT_PERIODIC_CODES) + " (README, 'Reading the jobs table').",
+        "Why w_iter is null: "
+        + ", ".join(NOT_PERIODIC_CODES)
+        + " (docs: guides/analyze.md, 'Reading the jobs table').",
         required=False,
         nullable=True,
         check=pl.col("not_periodic").is_in(NOT_PERIODIC_CODES),
@@ -616,8 +618,8 @@ MODULE_TOTALS = TableSchema(
         Column(
             "counted",
             pl.Boolean,
-            "True when the module's traffic reaches the job's totals (the stacking rule: README, 'Reading the jobs "
-            "table'); False for a layer above one that counts it already.",
+            "True when the module's traffic reaches the job's totals (the stacking rule: docs/guides/analyze.md, "
+            "'Reading the jobs table'); False for a layer above one that counts it already.",
         ),
     ),
 )

@@ -27,7 +27,9 @@ DataDir = Annotated[
 Database = Annotated[
     str | None, typer.Option(help="PostgreSQL store instead: postgresql://user@host:port/db.", show_default=False)
 ]
-Config = Annotated[Path | None, typer.Option(help="iosets.toml: [service] and [policy] tables.", show_default=False)]
+Config = Annotated[
+    Path | None, typer.Option(help="iosets.toml: \\[service] and \\[policy] tables.", show_default=False)
+]
 
 
 def _check_service_extra(command: str) -> None:

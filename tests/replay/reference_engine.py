@@ -1,4 +1,4 @@
-"""Pure-Python reference engine for the phase-level model (README, "The phase model and its metrics"), for tests only.
+"""Pure-Python reference engine for the phase-level model (docs/explanation/models.md, the phase model), for tests only.
 
 Deliberately simple and slow, and numerically different from the C engine: the
 clock jumps from event date to event date and every performing I/O phase keeps
@@ -7,7 +7,7 @@ its *remaining bytes*, decreased at each event by ``rate * elapsed`` with
 clock and finish tags instead.) Dates closer than ``REL_TOL`` (relative) are
 one date.
 
-Rules, straight from the README's phase model: a job starts its first compute phase at its
+Rules, straight from the phase model (docs/explanation/models.md): a job starts its first compute phase at its
 release, then alternates compute (``t_cpu``, never slowed) and I/O
 (``io_bytes``). At most one job per set performs, FCFS within a set by request
 date, ties by job index. At one date: every I/O completion (set freed, next
@@ -129,7 +129,7 @@ def simulate(release, sets, priority, phases, bandwidth, tol=REL_TOL):
 
 
 def window_metrics(timeline, bandwidth, window):
-    """(utilization, io_slowdown, max_stretch) of the README's phase model over ``window``, one job at a time."""
+    """(utilization, io_slowdown, max_stretch) of the phase model (docs/explanation/models.md) over ``window``."""
     tb, te = window
     width = te - tb
     n = len(timeline)

@@ -4,7 +4,7 @@ Playwright's own browser download is not used: :func:`launch_chromium` starts th
 PATH (``apt-get install chromium``). :class:`OpenedReport` opens a report as ``file://``, records every
 console error, page error and request from the start of the navigation, waits until every Plotly plot
 is drawn, and reads the plots and sections back. Shared by ``tests/report`` (through its ``conftest.py``)
-and ``benchmarks/report.py``. Run as a script, it makes the README's screenshot::
+and ``benchmarks/report.py``. Run as a script, it makes the README's screenshot (docs/report.png)::
 
     python tests/report/browser.py demo-report.html docs/report.png overview scheduler
 """
