@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
 
-.PHONY: demo test lint test-asan bench docs clean
+.PHONY: demo test lint test-asan bench docs clean clients
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,27 @@ $(VENV)/.installed-test: $(VENV)/.installed
 demo: $(VENV)/.installed
 	$(BIN)/iosets demo
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test clients
 	$(BIN)/python -m pytest
+
+# The plain-C programs: the arbiter's client library (build/libiosets_arbiter.a, header in
+# iosets/arbiter/client/) and the periodic I/O benchmark (build/periodic). `iosets validate` builds
+# its own copy on first use; these are for your own programs and runs (flags: iosets/validate/_build.py).
+CC ?= cc
+CLIENT_CFLAGS := -O2 -std=c11 -Wall -Wextra
+CLIENT_DIR := iosets/arbiter/client
+
+clients: build/libiosets_arbiter.a build/periodic
+
+build/iosets_arbiter.o: $(CLIENT_DIR)/iosets_arbiter.c $(CLIENT_DIR)/iosets_arbiter.h
+	mkdir -p build
+	$(CC) $(CLIENT_CFLAGS) -c $< -o $@
+
+build/libiosets_arbiter.a: build/iosets_arbiter.o
+	ar rcs $@ $^
+
+build/periodic: iosets/validate/src/periodic.c build/libiosets_arbiter.a
+	$(CC) $(CLIENT_CFLAGS) -I $(CLIENT_DIR) $< build/libiosets_arbiter.a -o $@ -lm
 
 # ruff (lint + format check) and mypy over the package (the C extension is typed by its .pyi stub).
 lint: $(VENV)/.installed-test
