@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from . import analyzer, demo, recommender, replay, report, serve
+from . import analyzer, demo, recommender, replay, report, serve, validate
 from ._errors import ReportingGroup
 
 __all__ = ["app"]
@@ -34,6 +34,7 @@ app.command("experiment", rich_help_panel="Replay")(replay.experiment)
 app.command("generate", rich_help_panel="Replay")(replay.generate)
 app.command("calibrate", rich_help_panel="Replay")(replay.calibrate)
 app.command("report", rich_help_panel="Report")(report.report)
+app.command("validate", rich_help_panel="Real runs")(validate.validate)
 app.command("demo", rich_help_panel="Try it")(demo.demo)
 app.command("serve", rich_help_panel="Service")(serve.serve)
 app.add_typer(serve.token_app, name="token", rich_help_panel="Service")

@@ -9,6 +9,9 @@ TRACE_FORMATS = ("auto", "darshan", "blkparse", "ops", "msr", "spc")
 POLICIES = ("exclusive-fcfs", "fair-share", "set-10", "set-fairshare", "share-priority", "clairvoyant", "explicit")
 """iosets.replay.POLICIES"""
 
+VALIDATE_POLICIES = ("system", "set-10", "fair-share", "exclusive-fcfs", "share-priority")
+"""iosets.validate.POLICIES"""
+
 SCHEDULERS = ("fcfs", "time-order", "wfq", "iosets-wfq", "rbfq", "fairio", "aioli")
 """iosets.replay.SCHEDULERS"""
 

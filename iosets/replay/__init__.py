@@ -15,7 +15,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._device import Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
     from ._phase import PhaseReplay, replay_phases
-    from ._phase_metrics import PhaseMetrics
+    from ._phase_metrics import PhaseMetrics, workload_metrics
     from ._policies import POLICIES, assign_policy
     from ._request_metrics import (
         RequestMetrics,
@@ -46,6 +46,7 @@ _EXPORTS = {
     "run_experiment": "._experiments",
     "summarize_experiment": "._experiments",
     "PhaseMetrics": "._phase_metrics",
+    "workload_metrics": "._phase_metrics",
     "PhaseReplay": "._phase",
     "replay_phases": "._phase",
     "POLICIES": "._policies",
