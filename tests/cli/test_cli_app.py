@@ -11,6 +11,7 @@ import iosets.analyzer
 import iosets.datasets
 import iosets.recommender
 import iosets.replay
+import iosets.validate
 from iosets.cli import _choices, app
 from iosets.errors import ReplayError
 
@@ -33,6 +34,7 @@ def test_every_room_command_is_registered_at_the_top_level():
         "generate",
         "calibrate",
         "report",
+        "validate",
         "demo",
         "serve",
     ]
@@ -42,6 +44,7 @@ def test_every_room_command_is_registered_at_the_top_level():
 def test_help_lists_choices_that_match_the_rooms():
     assert ("auto", *iosets.analyzer.INGESTERS) == _choices.TRACE_FORMATS
     assert iosets.replay.POLICIES == _choices.POLICIES
+    assert iosets.validate.POLICIES == _choices.VALIDATE_POLICIES
     assert iosets.replay.SCHEDULERS == _choices.SCHEDULERS
     assert tuple(f.name for f in dataclasses.fields(iosets.replay.Device)) == _choices.DEVICE_PARAMETERS
     assert tuple(iosets.datasets.FIGURES) == tuple(iosets.replay.EXPERIMENT_REFERENCE) == _choices.FIGURES
