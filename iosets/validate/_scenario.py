@@ -45,7 +45,7 @@ def make_fig4_workload(
     >>> wl = make_fig4_workload(4, horizon=100.0, bandwidth=1e8)
     >>> wl.ids, wl.window
     (['h0', 'h1', 'l0', 'l1'], (20.3125, 98.4375))
-    >>> wl.t_cpu[0], wl.io_bytes[0], int((wl.phase_job == 2).sum())
+    >>> float(wl.t_cpu[0]), float(wl.io_bytes[0]), int((wl.phase_job == 2).sum())
     (0.75, 25000000.0, 10)
     """
     n_jobs = check_count(n_jobs, "n_jobs", minimum=1)
