@@ -87,10 +87,14 @@ class ScriptedArbiter:
     """A Unix-socket server in a thread: the n-th connection is played by ``scripts[n]`` (a function of a
     :class:`Peer`), then closed. ``join()`` waits for the scripts and raises the first failure."""
 
-    def __init__(self, path: Path, scripts: list[Callable[[Peer], None]]):
+    def __init__(self, path: Path | None, scripts: list[Callable[[Peer], None]]):
         self.path, self.scripts = path, scripts
-        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.server.bind(str(path))
+        if path is None:  # loopback tcp on a free port
+            self.server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.server.bind(("127.0.0.1", 0))
+        else:
+            self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.server.bind(str(path))
         self.server.listen(8)
         self.server.settimeout(BOUND)
         self.errors: list[BaseException] = []
@@ -99,6 +103,9 @@ class ScriptedArbiter:
 
     @property
     def address(self) -> bytes:
+        if self.path is None:
+            host, port = self.server.getsockname()
+            return f"tcp:{host}:{port}".encode()
         return f"unix:{self.path}".encode()
 
     def _serve(self) -> None:
@@ -121,12 +128,13 @@ class ScriptedArbiter:
 
 @pytest.fixture
 def scripted_arbiter():
-    """``scripted_arbiter(script, ...)``: a :class:`ScriptedArbiter` on a socket in a short temporary folder."""
+    """``scripted_arbiter(script, ..., tcp=False)``: a :class:`ScriptedArbiter` on a Unix socket in a short temporary
+    folder, or on loopback tcp."""
     folder = Path(tempfile.mkdtemp(prefix="arb-"))  # a socket's path has at most 107 bytes
     made: list[ScriptedArbiter] = []
 
-    def make(*scripts: Callable[[Peer], None]) -> ScriptedArbiter:
-        made.append(ScriptedArbiter(folder / f"a{len(made)}.sock", list(scripts)))
+    def make(*scripts: Callable[[Peer], None], tcp: bool = False) -> ScriptedArbiter:
+        made.append(ScriptedArbiter(None if tcp else folder / f"a{len(made)}.sock", list(scripts)))
         return made[-1]
 
     yield make

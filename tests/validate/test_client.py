@@ -25,7 +25,8 @@ def wait_for(condition, what: str):
         time.sleep(0.001)
 
 
-def test_begin_returns_the_grant_and_a_rate_line_updates_it(client, scripted_arbiter, capfd):
+@pytest.mark.parametrize("tcp", [False, True], ids=["unix", "tcp"])
+def test_begin_returns_the_grant_and_a_rate_line_updates_it(client, scripted_arbiter, capfd, tcp):
     send_rate = threading.Event()
 
     def script(peer):
@@ -41,7 +42,7 @@ def test_begin_returns_the_grant_and_a_rate_line_updates_it(client, scripted_arb
         assert peer.line() == "END"
         assert peer.line() == "BYE"
 
-    arbiter = scripted_arbiter(script)
+    arbiter = scripted_arbiter(script, tcp=tcp)
     a = client.iosets_arbiter_open(arbiter.address, b"job-7", 2, 0.5, 5.0)
     assert a
     assert client.iosets_arbiter_begin(a, 4096.0) == 2.5e8

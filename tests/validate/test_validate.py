@@ -61,6 +61,19 @@ def test_a_folder_short_of_space_is_refused_with_the_numbers_before_any_run(tmp_
     assert list(tmp_path.iterdir()) == []  # the run's folder is gone
 
 
+@pytest.mark.timing
+def test_an_interrupted_validation_removes_its_files(tmp_path, periodic):
+    tiny = Workload.from_arrays(["a"], [0.0], [0, 0], [0.1, 0.1], [1e6, 1e6], horizon=10.0)
+
+    def interrupt(line):
+        assert (tmp_path / f"iosets-validate-{os.getpid()}").is_dir()  # the run's folder, after the calibration
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        validate(tmp_path, tiny, policies=["system"], report=interrupt)
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
