@@ -423,7 +423,11 @@ void iosets_arbiter_close(iosets_arbiter *a)
     free(a);
 }
 
-/* ---------------------------------------------------------------- the token bucket */
+/* ---------------------------------------------------------------- the pacer
+ * `due` is when the bytes counted since the start are due at the rates held so far: the bytes never
+ * run ahead of the phase model's progress (B p / sum p over time), and a lag behind it (the storage
+ * slower for a while) is made up as fast as the storage allows, so that a phase lasts what the model
+ * says whenever the storage can keep up on average. */
 
 void iosets_pacer_start(iosets_pacer *p)
 {
@@ -431,10 +435,11 @@ void iosets_pacer_start(iosets_pacer *p)
     p->rate = 0.0;
 }
 
-/* The rate became `rate` at `now`: the bytes still owed at the old rate are owed at the new one. */
+/* The rate became `rate` at `now`: the bytes still owed at the old rate (or the lag behind it, when `due`
+ * is past) are owed at the new one. */
 static void retime(iosets_pacer *p, double rate, double now)
 {
-    if (p->rate > 0 && rate > 0 && rate != p->rate && p->due > now)
+    if (p->rate > 0 && rate > 0 && rate != p->rate)
         p->due = now + (p->due - now) * p->rate / rate;
     p->rate = rate;
 }
@@ -447,10 +452,7 @@ void iosets_pacer_wait(iosets_pacer *p, size_t nbytes, double (*rate_of)(void *c
         p->due = now; /* unpaced: no debt carried into a paced stretch */
         return;
     }
-    double cost = (double)nbytes / p->rate;
-    if (p->due < now - cost) /* slower than the rate for a while: credit of at most these bytes */
-        p->due = now - cost;
-    p->due += cost;
+    p->due += (double)nbytes / p->rate;
     while (now < p->due) {
         sleep_until(rate_of != NULL && p->due - now > PACER_SLICE_S ? now + PACER_SLICE_S : p->due);
         now = now_s();

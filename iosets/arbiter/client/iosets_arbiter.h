@@ -48,8 +48,10 @@ double iosets_arbiter_begin(iosets_arbiter *a, double bytes);
 double iosets_arbiter_rate(iosets_arbiter *a);
 
 /* Sleep so that the bytes moved since the grant follow the job's current rate: call it after
- * moving `nbytes` bytes. A rate change during the sleep re-times the bytes still owed.
- * Does nothing when the phase runs unscheduled. */
+ * moving `nbytes` bytes. A rate change during the sleep re-times the bytes still owed; a lag (the
+ * storage slower than the rate for a while) is made up: the pacer caps the bytes moved since the
+ * grant at what the rate allows, not each request's speed. Does nothing when the phase runs
+ * unscheduled. */
 void iosets_arbiter_pace(iosets_arbiter *a, size_t nbytes);
 
 /* The I/O phase ended: the arbiter admits the next job of the set. */
@@ -58,11 +60,12 @@ void iosets_arbiter_end(iosets_arbiter *a);
 /* Leave the arbiter (an open phase ends) and free the handle; NULL is allowed. */
 void iosets_arbiter_close(iosets_arbiter *a);
 
-/* The token bucket behind iosets_arbiter_pace, for a process that learns its rate another way
- * (a job's other processes, told the job's rate by the one holding the connection).
- * Start it when the phase is granted; after moving n bytes, iosets_pacer_wait sleeps until they
- * are due at the rate `rate_of(ctx)` returns (asked again every millisecond while sleeping; a
- * change re-times the bytes still owed). A rate <= 0 means unpaced: no sleep, no debt. */
+/* The pacer behind iosets_arbiter_pace, for a process that learns its rate another way (a job's
+ * other processes, told the job's rate by the one holding the connection).
+ * Start it when the phase is granted; after moving n bytes, iosets_pacer_wait sleeps until the bytes
+ * counted since the start are due at the rate `rate_of(ctx)` returns (asked again every millisecond
+ * while sleeping; a change re-times the bytes still owed). It never lets the bytes run ahead of the
+ * rate and lets a lag be made up. A rate <= 0 means unpaced: no sleep, no debt. */
 typedef struct {
     double due;  /* CLOCK_MONOTONIC date (s) by which the bytes counted so far are due */
     double rate; /* the rate (bytes/s) `due` was computed with */
