@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 
 import pytest
+
+from iosets.validate._build import CFLAGS, CLIENT_DIR
 
 from .conftest import BOUND
 
@@ -173,3 +177,47 @@ def test_pacing_holds_the_bytes_to_the_granted_rate(client, scripted_arbiter):
 def test_bad_arguments_give_no_handle_and_a_reason(client, capfd, address, job_id, set_, priority, message):
     assert client.iosets_arbiter_open(address, job_id, set_, priority, 1.0) is None
     assert capfd.readouterr().err == f"iosets-arbiter: {message}\n"
+
+
+FORTRAN_PROGRAM = """
+program use_arbiter
+  use, intrinsic :: iso_c_binding
+  use iosets_arbiter
+  implicit none
+  type(c_ptr) :: a
+  character(len=256) :: address
+  call get_command_argument(1, address)
+  a = iosets_arbiter_open(trim(address)//c_null_char, "fortran-job"//c_null_char, 1_c_int, 0.1_c_double, 5.0_c_double)
+  if (.not. c_associated(a)) stop 1
+  print '(ES24.16)', iosets_arbiter_begin(a, 1048576.0_c_double)
+  call iosets_arbiter_pace(a, 1048576_c_size_t)
+  print '(ES24.16)', iosets_arbiter_rate(a)
+  call iosets_arbiter_end(a)
+  call iosets_arbiter_close(a)
+end program use_arbiter
+"""
+
+
+def test_a_fortran_program_uses_the_client_through_bind_c(scripted_arbiter, tmp_path):
+    if shutil.which("gfortran") is None or shutil.which("cc") is None:
+        pytest.skip("needs gfortran and cc")
+
+    def script(peer):
+        assert peer.line() == "HELLO 1 fortran-job 1 0.10000000000000001"
+        peer.send("OK 1e9")
+        assert peer.line() == "BEGIN 1048576"
+        peer.send("GRANT 90909090.5")
+        assert peer.line() == "END"
+        assert peer.line() == "BYE"
+
+    (tmp_path / "main.f90").write_text(FORTRAN_PROGRAM)
+    subprocess.run(
+        ["cc", *CFLAGS, "-c", str(CLIENT_DIR / "iosets_arbiter.c"), "-o", "client.o"], cwd=tmp_path, check=True
+    )
+    module, program = str(CLIENT_DIR / "iosets_arbiter.f90"), str(tmp_path / "main.f90")
+    subprocess.run(["gfortran", "-std=f2008", module, program, "client.o", "-o", "use"], cwd=tmp_path, check=True)
+    arbiter = scripted_arbiter(script)
+    done = subprocess.run([str(tmp_path / "use"), arbiter.address], capture_output=True, text=True, timeout=BOUND)
+    arbiter.join()
+    assert done.returncode == 0, done.stderr
+    assert [float(line) for line in done.stdout.split()] == [90909090.5, 90909090.5]
