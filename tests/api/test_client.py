@@ -40,7 +40,7 @@ def test_the_client_imports_only_the_standard_library():
 
 
 def test_recommend_sends_the_request_and_the_token(stub):
-    conn = Connection(url=stub.url + "/", token="iosets_secret")
+    conn = Connection(url=stub.url + "/", token="iosets_secret", timeout=30.0)  # the stub answers at once
     answer = recommend("lammps", "1001", nprocs=64, requested_time=3600.0, job_id="77", connection=conn)
     assert answer == {"set": 3, "priority": 0.001, "source": "model"}
     (request,) = stub.requests
@@ -49,7 +49,7 @@ def test_recommend_sends_the_request_and_the_token(stub):
 
 
 def test_recommend_leaves_out_what_it_does_not_know(stub):
-    recommend("a b&c", "u", connection=Connection(url=stub.url))
+    recommend("a b&c", "u", connection=Connection(url=stub.url, timeout=30.0))
     (request,) = stub.requests
     assert request["path"] == "/v1/recommendation?app=a+b%26c&user=u" and "Authorization" not in request["headers"]
 
@@ -91,7 +91,7 @@ def test_a_closed_port_gives_the_default_answer(monkeypatch):
 def test_an_error_answer_gives_the_default_answer(reply, error):
     stub = StubService(reply)
     try:
-        answer = recommend("a", "u", connection=Connection(url=stub.url))
+        answer = recommend("a", "u", connection=Connection(url=stub.url, timeout=30.0))
     finally:
         stub.close()
     assert answer["source"] == "unavailable" and answer["error"].startswith(error)
@@ -148,7 +148,7 @@ def test_post_job_sends_the_row_and_exits_by_outcome(stub, tmp_path):
 def test_post_log_sends_a_multipart_upload(stub, tmp_path):
     log = tmp_path / 'odd "name".darshan'
     log.write_bytes(b"\x00darshan\r\n--bytes")
-    post_log(log, job_id="77", connection=Connection(url=stub.url))
+    post_log(log, job_id="77", connection=Connection(url=stub.url, post_timeout=30.0))
     (request,) = stub.requests
     boundary = request["headers"]["Content-Type"].removeprefix("multipart/form-data; boundary=")
     parts = request["body"].split(f"--{boundary}".encode())

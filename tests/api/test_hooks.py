@@ -105,6 +105,7 @@ def test_copied_hooks_read_iosets_conf(tmp_path):
     fake = fake_scontrol(tmp_path / "bin")
     stub = StubService()
     conf = [f"# iosets hooks\nIOSETS_URL={stub.url}", f"IOSETS_TOKEN_FILE={folder / 'token'}", f"PATH={fake['PATH']}"]
+    conf.append("IOSETS_TIMEOUT=30")  # the stub answers at once: no timeout race
     (folder / "iosets.conf").write_text("\n".join([*conf, "not a setting", ""]))
     env = {"SLURM_JOB_ID": "5", "SLURM_JOB_UID": "1002", "SLURM_JOB_NAME": "wrf"}
     env |= {k: fake[k] for k in ("FAKE_SCONTROL_LOG", "FAKE_SCONTROL_SHOW")}
