@@ -249,13 +249,13 @@ def test_a_stopped_analyze_leaves_no_process_and_no_file(many_links, tmp_path, s
         assert len(_group(proc.pid)) == 4  # caller, fork server, 2 workers
         (os.killpg if whole_group else os.kill)(proc.pid, signum)  # Ctrl-C in a shell; `kill PID`
         assert proc.wait(timeout=60) == -signum
-        read = 1 + proc.stdout.read().count(b"\n")
-        assert read < 3000  # stopped in the middle of the batch
         deadline = time.monotonic() + 60
         while _group(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         assert _group(proc.pid) == []
         assert list(tmp.iterdir()) == []
+        read = 1 + proc.stdout.read().count(b"\n")  # at its end: the workers, which shared the pipe, are gone
+        assert read < 3000  # stopped in the middle of the batch
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

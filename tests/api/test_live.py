@@ -92,7 +92,7 @@ def test_every_route_answers_its_codes_on_a_live_server(live):
 @pytest.mark.timing
 def test_export_is_409_on_an_empty_store_and_writes_flood_to_429(serve, tmp_path):
     config = tmp_path / "iosets.toml"
-    config.write_text("[service]\nwrite_rate = 1.0\n")  # 40 posts refill the bucket unless each one takes ~1 s
+    config.write_text("[service]\nwrite_rate = 1.0\n")  # 40 posts cannot refill it unless each takes ~1 s
     server = serve("--data-dir", str(tmp_path / "empty"), extra=["--config", str(config)])
     assert server.get("/v1/policy/export", format="lua").status_code == 409
     answers = [server.post_job({**ROW, "job_id": str(i)}) for i in range(40)]
