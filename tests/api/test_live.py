@@ -80,9 +80,9 @@ def test_every_route_answers_its_codes_on_a_live_server(live):
     for method, path, payload, scopes, _ in CASES:
         headers = {} if scopes is None else tokens.setdefault(scopes, _token(live, *scopes))
         if method == "GET":
-            answer = httpx.get(live.url + path, params=payload, headers=headers)
+            answer = httpx.get(live.url + path, params=payload, headers=headers, timeout=60)
         else:
-            answer = httpx.request(method, live.url + path, json=payload, headers=headers)
+            answer = httpx.request(method, live.url + path, json=payload, headers=headers, timeout=60)
         got.append(answer.status_code)
         if answer.status_code >= 400:
             assert isinstance(answer.json()["detail"], str) and answer.json()["detail"]
