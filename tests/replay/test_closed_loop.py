@@ -163,8 +163,8 @@ def test_bad_input_names_the_problem():
         replay_trace(ops, classes={"b": "x"})
     with pytest.raises(InputError, match="classes: site ops have no column 'set'"):
         replay_trace(ops, classes="set")
-    with pytest.raises(InputError, match="unknown scheduler 'lifo'"):
-        replay_trace(ops, scheduler="lifo")
+    with pytest.raises(InputError, match="unknown scheduler 'lottery'"):
+        replay_trace(ops, scheduler="lottery")
 
 
 def engine_call(gate, prev, think=(0.0, 0.0), gap=(0.0, 1.0), phase=(0, 0), job=(0, 0)):
