@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
 
-.PHONY: demo test lint test-asan bench docs clean clients
+.PHONY: demo test test-timing lint test-asan bench docs clean clients
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ build/libiosets_arbiter.a: build/iosets_arbiter.o
 
 build/periodic: iosets/validate/src/periodic.c build/libiosets_arbiter.a
 	$(CC) $(CLIENT_CFLAGS) -I $(CLIENT_DIR) $< build/libiosets_arbiter.a -o $@ -lm
+
+# The tests marked timing (they wait on time, a thread, a process or a socket), 20 times in a row:
+# a race that passes once in a while fails here, at its first failure (pytest-repeat's --count).
+test-timing: $(VENV)/.installed-test
+	$(BIN)/python -m pytest tests -m timing --count 20 -x -q -p no:randomly
 
 # ruff (lint + format check) and mypy over the package (the C extension is typed by its .pyi stub).
 lint: $(VENV)/.installed-test

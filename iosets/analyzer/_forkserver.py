@@ -70,7 +70,9 @@ def serve(conn: Connection) -> None:
             return
         _stage.start_task()
         try:
-            fn, arg = pickle.loads(message)
+            fn, arg, folder = pickle.loads(message)
+            if folder != os.getcwd():  # the caller's current folder, so that relative paths name what it meant
+                os.chdir(folder)
             ok, value = True, fn(arg)
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, who raises it
             ok, value = False, exc

@@ -126,7 +126,7 @@ class Pool:
             while pending and len(slot.tasks) < _DEPTH and not slot.closed:
                 index, task = pending[0]
                 try:
-                    slot.worker.conn.send(task)
+                    slot.worker.conn.send((*task, os.getcwd()))  # relative paths mean the caller's folder
                 except OSError:  # it exited (retired or died): what it answered before is read first
                     slot.closed = True
                     if not slot.tasks:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
 import threading
 import urllib.error
@@ -146,9 +147,12 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
     """(status, body) of a 2xx answer, within ``timeout`` seconds in all (name look-up and slow bodies included).
 
     The request runs in a daemon thread so that nothing it waits on can hold the caller
-    longer than ``timeout``.
+    longer than ``timeout``. Whichever ends the wait, the socket's own timeout or the caller's,
+    the reason is the same: "no answer within ``timeout`` s".
     """
     outcome: list = []
+    where = request.full_url.split("?")[0]
+    too_late = Unreachable(f"{where}: no answer within {timeout:g} s")
 
     def attempt() -> None:
         try:
@@ -157,13 +161,15 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
         except urllib.error.HTTPError as error:
             outcome.append(Refused(f"HTTP {error.code}: {_detail(error)}"))
         except (OSError, ValueError) as error:  # URLError, timeouts, resets, a malformed URL
-            outcome.append(Unreachable(f"{request.full_url.split('?')[0]}: {getattr(error, 'reason', error)}"))
+            reason = getattr(error, "reason", error)  # URLError wraps a connect timeout; a slow answer is bare
+            timed_out = isinstance(reason, (TimeoutError, socket.timeout))  # one class since Python 3.10
+            outcome.append(too_late if timed_out else Unreachable(f"{where}: {reason}"))
 
     worker = threading.Thread(target=attempt, daemon=True)
     worker.start()
     worker.join(timeout)
     if not outcome:
-        raise Unreachable(f"{request.full_url.split('?')[0]}: no answer within {timeout:g} s")
+        raise too_late
     if isinstance(outcome[0], Exception):
         raise outcome[0]
     return outcome[0]

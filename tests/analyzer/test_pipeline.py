@@ -153,3 +153,15 @@ def test_rows_that_break_the_jobs_schema_become_errors(tmp_path):
 def test_workers_must_be_a_count(log_dir):
     with pytest.raises(InputError, match="workers must be an integer >= 1, got 0"):
         analyze([log_dir], workers=0)
+
+
+def test_a_relative_path_names_a_file_of_the_callers_current_folder(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, name in ((first, "a.darshan"), (second, "b.darshan")):
+        folder.mkdir()
+        shutil.copy(LOGS[0], folder / name)
+    monkeypatch.chdir(first)
+    assert analyze(["a.darshan"], workers=1).errors.height == 0  # the Darshan reader starts here
+    monkeypatch.chdir(second)  # a later call from elsewhere: the running reader must look here, not in first/
+    again = analyze(["b.darshan"], workers=1)
+    assert again.errors["reason"].to_list() == [] and again.jobs["path"].to_list() == ["b.darshan"]

@@ -84,12 +84,18 @@ def scontrol_calls(env: dict[str, str]) -> list[list[str]]:
 
 
 class StubService:
-    """A stub iosets service on loopback: records each request, answers ``(status, body)`` from ``reply``."""
+    """A stub iosets service on loopback: records each request, answers ``(status, body)`` from ``reply``.
 
-    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), delay: float = 0.0):
+    With ``hold``, it answers nothing until :meth:`close` (at most ``HOLD_SECONDS``): a service that hangs.
+    """
+
+    HOLD_SECONDS = 60.0
+
+    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), *, hold: bool = False):
         self.requests: list[dict] = []
         self.reply = reply
-        self.delay = delay
+        self.hold = hold
+        self.released = threading.Event()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -103,8 +109,8 @@ class StubService:
                         "body": self.rfile.read(length),
                     }
                 )
-                if stub.delay:
-                    threading.Event().wait(stub.delay)
+                if stub.hold:
+                    stub.released.wait(stub.HOLD_SECONDS)
                 status, body = stub.reply
                 data = json.dumps(body).encode()
                 self.send_response(status)
@@ -124,5 +130,6 @@ class StubService:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def close(self):
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()

@@ -38,9 +38,12 @@ def run_hook(name: str, env: dict, folder: Path = SLURM_HOOKS) -> subprocess.Com
 
 
 def job_env(fake: dict, url: str, token: str | None = None, **slurm) -> dict:
-    """A slurmctld-like environment: the job's SLURM_* variables, the fake scontrol first on PATH, the service."""
-    env = {**fake, "IOSETS_URL": url, "TZ": "UTC", "SLURM_JOB_ID": "77", "SLURM_JOB_UID": "1001"}
-    env |= {"SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
+    """A slurmctld-like environment: the job's SLURM_* variables, the fake scontrol first on PATH, the service.
+
+    The client waits up to 30 s: a live service's first answer may wait for a refit.
+    """
+    env = {**fake, "IOSETS_URL": url, "IOSETS_TIMEOUT": "30", "TZ": "UTC", "SLURM_JOB_ID": "77"}
+    env |= {"SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
     return env | ({"IOSETS_TOKEN": token} if token else {})
 
 
@@ -83,11 +86,10 @@ def test_prolog_asks_with_the_jobs_fields(tmp_path):
 
 def test_prolog_with_the_service_down_stamps_the_default_within_the_timeout(tmp_path):
     fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
-    began = time.monotonic()
     done = run_hook("prolog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}"))
-    elapsed = time.monotonic() - began
-    assert done.returncode == 0 and elapsed < 1.2
+    assert done.returncode == 0
     assert done.stderr.startswith("iosets: job 77: default answer: http://127.0.0.1:")
+    assert done.stderr.endswith("Connection refused\n")  # at once, no timeout waited for
     comment = "keep iosets set=99 priority=1e-99 source=unavailable conservative"
     assert scontrol_calls(fake)[1] == ["update", "JobId=77", f"AdminComment={comment}"]
 
@@ -103,6 +105,7 @@ def test_copied_hooks_read_iosets_conf(tmp_path):
     fake = fake_scontrol(tmp_path / "bin")
     stub = StubService()
     conf = [f"# iosets hooks\nIOSETS_URL={stub.url}", f"IOSETS_TOKEN_FILE={folder / 'token'}", f"PATH={fake['PATH']}"]
+    conf.append("IOSETS_TIMEOUT=30")  # the stub answers at once: no timeout race
     (folder / "iosets.conf").write_text("\n".join([*conf, "not a setting", ""]))
     env = {"SLURM_JOB_ID": "5", "SLURM_JOB_UID": "1002", "SLURM_JOB_NAME": "wrf"}
     env |= {k: fake[k] for k in ("FAKE_SCONTROL_LOG", "FAKE_SCONTROL_SHOW")}
@@ -236,7 +239,7 @@ def lua_hook(runtime_module, check: int = 2):
     return lua, submit
 
 
-def wait_for(predicate, seconds: float = 20.0):
+def wait_for(predicate, seconds: float = 60.0):
     deadline = time.monotonic() + seconds
     while not predicate():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -348,7 +351,7 @@ def test_flux_frobnicator_annotates_the_jobspec(flux_stub, learned, tmp_path, mo
     monkeypatch.delenv("IOSETS_TOKEN", raising=False)
     plugin = load_module(HOOKS / "flux" / "iosets_frobnicator.py", "iosets_frobnicator").Frobnicator(parser=None)
     (tmp_path / "token").write_text(learned.token)
-    plugin.configure(None, {"iosets": {"url": learned.url, "token_file": str(tmp_path / "token"), "timeout": 2}})
+    plugin.configure(None, {"iosets": {"url": learned.url, "token_file": str(tmp_path / "token"), "timeout": 30}})
     jobspec = flux_jobspec()
     assert plugin.frob(jobspec, 1001, 0, 16) is None
     served = learned.get("/v1/recommendation", app="A", user="1001", nprocs=8, requested_time=3600.0).json()
@@ -420,7 +423,7 @@ def pbs_stub(monkeypatch, tmp_path):
 
 def test_pbs_runjob_hook_writes_the_answer_on_the_job(pbs_stub, learned, tmp_path):
     (tmp_path / "token").write_text(learned.token)
-    config = {"url": learned.url, "token_file": str(tmp_path / "token"), "resource": "iosets_set"}
+    config = {"url": learned.url, "token_file": str(tmp_path / "token"), "timeout": 30, "resource": "iosets_set"}
     (tmp_path / "iosets_runjob.json").write_text(json.dumps(config))
     pbs_stub.hook_config_filename = str(tmp_path / "iosets_runjob.json")
     runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))

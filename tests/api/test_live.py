@@ -80,23 +80,24 @@ def test_every_route_answers_its_codes_on_a_live_server(live):
     for method, path, payload, scopes, _ in CASES:
         headers = {} if scopes is None else tokens.setdefault(scopes, _token(live, *scopes))
         if method == "GET":
-            answer = httpx.get(live.url + path, params=payload, headers=headers)
+            answer = httpx.get(live.url + path, params=payload, headers=headers, timeout=60)
         else:
-            answer = httpx.request(method, live.url + path, json=payload, headers=headers)
+            answer = httpx.request(method, live.url + path, json=payload, headers=headers, timeout=60)
         got.append(answer.status_code)
         if answer.status_code >= 400:
             assert isinstance(answer.json()["detail"], str) and answer.json()["detail"]
     assert got == [case[-1] for case in CASES]
 
 
+@pytest.mark.timing
 def test_export_is_409_on_an_empty_store_and_writes_flood_to_429(serve, tmp_path):
     config = tmp_path / "iosets.toml"
-    config.write_text("[service]\nwrite_rate = 5.0\n")
+    config.write_text("[service]\nwrite_rate = 1.0\n")  # 40 posts cannot refill it unless each takes ~1 s
     server = serve("--data-dir", str(tmp_path / "empty"), extra=["--config", str(config)])
     assert server.get("/v1/policy/export", format="lua").status_code == 409
     answers = [server.post_job({**ROW, "job_id": str(i)}) for i in range(40)]
     codes = [answer.status_code for answer in answers]
-    assert codes[:10] == [201] * 10  # a burst of 2 x write_rate
+    assert codes[:2] == [201] * 2  # a burst of 2 x write_rate
     assert set(codes) == {201, 429}
     refused = next(answer for answer in answers if answer.status_code == 429)
     assert refused.headers["Retry-After"] == "1"
@@ -109,11 +110,10 @@ def test_lua_out_is_rewritten_when_an_estimate_changes(serve, tmp_path):
     for i in range(3):
         server.post_job({**ROW, "job_id": str(i)})
     server.get("/v1/recommendation", app="A", user="u1")
-    for _ in range(100):
-        if lua.exists() and '["n_jobs"] = 3' in lua.read_text():
-            break
+    deadline = time.monotonic() + 60  # the background refit rewrites it (written whole: a rename)
+    while not (lua.exists() and '["n_jobs"] = 3' in (text := lua.read_text())):
+        assert time.monotonic() < deadline, f"{lua} not rewritten with the 3 jobs within 60 s"
         time.sleep(0.05)
-    text = lua.read_text()
     assert text.startswith("-- IO-SETS recommendation for Slurm's job_submit.lua")
     assert '["A"] = {\n   ["set"] = 2,' in text
 

@@ -184,7 +184,8 @@ def slurm_with_service(serve, tmp_path):
     token.write_text(server.token)
     token.chmod(0o600)
     folder = Path(tempfile.mkdtemp(prefix="iosets-slurm-", dir="/tmp"))  # short: unix socket paths are limited
-    slurm = Slurm(folder, {"IOSETS_URL": server.url, "IOSETS_TOKEN_FILE": str(token)}, lua_out)
+    service_env = {"IOSETS_URL": server.url, "IOSETS_TOKEN_FILE": str(token), "IOSETS_TIMEOUT": "30"}  # refits
+    slurm = Slurm(folder, service_env, lua_out)
     try:
         slurm.start()
         yield slurm, server

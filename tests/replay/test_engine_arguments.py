@@ -332,7 +332,7 @@ def test_a_2d_array_and_a_non_buffer_are_named():
             "'window' must be a pair of floats (T_begin, T_end), got (0.0,)",
         ),
         ("phase_metrics", {"window": 20.0}, TypeError, "'window' must be a pair of floats (T_begin, T_end), got 20.0"),
-        ("replay_requests", {"scheduler": "lifo"}, ValueError, "unknown scheduler 'lifo'"),
+        ("replay_requests", {"scheduler": "lottery"}, ValueError, "unknown scheduler 'lottery'"),
         ("replay_requests", {"scheduler": b"fcfs"}, TypeError, "'scheduler' must be a scheduler's name, got b'fcfs'"),
         (
             "replay_requests",

@@ -2,18 +2,16 @@
 
 import array
 import json
-import os
 import signal
 import subprocess
 import sys
-import textwrap
-import threading
 import time
 from collections import deque
 
 import numpy as np
 import polars as pl
 import pytest
+from engine_interrupt import interrupted_inside, interrupted_script
 
 from iosets import Workload, read_workload
 from iosets.datasets import make_backlogged_requests, make_figure_workload, make_iosets_workload
@@ -104,33 +102,31 @@ workload = Workload.from_arrays(
 """
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize(
-    "setup, call, engine_call",
+    "setup, call, engine",
     [
-        (SLOW_REQUESTS, "replay_requests(trace, 'iosets-wfq')", "_engine.replay_requests("),
-        (SLOW_PHASES, "replay_phases(workload, 'fair-share')", "_engine.replay_phases("),
+        (SLOW_REQUESTS, "replay_requests(trace, 'iosets-wfq')", "_engine.replay_requests"),
+        (SLOW_PHASES, "replay_phases(workload, 'fair-share')", "_engine.replay_phases"),
     ],
     ids=["requests", "phases"],
 )
-def test_ctrl_c_stops_a_long_replay_within_a_second(setup, call, engine_call):
-    code = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"  # even if started ignoring it
-    code += textwrap.dedent(setup) + f"print('ready', flush=True)\n{call}\nprint('done', flush=True)\n"
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def test_ctrl_c_stops_a_long_replay_inside_the_engine(setup, call, engine):
+    child = subprocess.Popen(
+        [sys.executable, "-c", interrupted_script(setup, call, engine)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert child.stdout.readline() == "ready\n"
-        time.sleep(0.3)  # inside the engine by now
-        sent = time.perf_counter()
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=60)
-        delay = time.perf_counter() - sent
+        out, err = child.communicate(timeout=60)  # a bound on a hang, not a speed claim
     finally:
         child.kill()
-    print(f"\nstopped {delay:.3f} s after SIGINT")
     assert child.returncode != 0 and "done" not in out
-    assert err.rstrip().endswith("KeyboardInterrupt") and engine_call in err  # raised by the C engine's check
-    assert delay < 5.0  # a bound on a hang (about 0.05 s measured), not a speed claim
+    assert err.rstrip().endswith("KeyboardInterrupt") and f"{engine}(" in err  # raised by the C engine's check
 
 
+@pytest.mark.timing
 def test_an_interrupted_engine_releases_every_buffer():
     n, servers = 200_000, 50_000
     ints = np.zeros(n, np.int32)
@@ -140,16 +136,12 @@ def test_an_interrupted_engine_releases_every_buffer():
     args |= dict(phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8), n_classes=1, n_streams=1, n_servers=servers)
     args |= dict(n_phases=0, device=Device(), weight=np.ones(1), reservation=np.zeros(1), limit=np.zeros(1))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    timer = threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT))
     try:
-        timer.start()
-        start = time.perf_counter()
-        with pytest.raises(KeyboardInterrupt):
+        with pytest.raises(KeyboardInterrupt), interrupted_inside(_engine.replay_requests):
             _engine.replay_requests(**args, params=np.empty(0), dispatch=dispatch, complete=complete, unit=unit)
-        assert time.perf_counter() - start < 5.0  # stopped inside the engine, not after a minute of replay
     finally:
-        timer.cancel()
         signal.signal(signal.SIGINT, previous)
+    assert complete[-1] == 0.0  # stopped inside the engine, not after the whole replay
     for output in (dispatch, complete, unit):
         output.append(0)  # an array still exporting its buffer could not grow
 
