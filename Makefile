@@ -46,8 +46,10 @@ build/periodic: iosets/validate/src/periodic.c build/libiosets_arbiter.a
 
 # The tests marked timing (they wait on time, a thread, a process or a socket), 20 times in a row:
 # a race that passes once in a while fails here, at its first failure (pytest-repeat's --count).
-test-timing: $(VENV)/.installed-test
-	$(BIN)/python -m pytest tests -m timing --count 20 -x -q -p no:randomly
+# Only the files that hold such tests are collected (20 copies of the whole suite take minutes to collect).
+TIMING_FILES = $(shell grep -rlE "mark\.timing" tests --include="test_*.py")
+test-timing: $(VENV)/.installed-test clients
+	$(BIN)/python -m pytest $(TIMING_FILES) -m timing --count 20 -x -q -p no:randomly
 
 # ruff (lint + format check) and mypy over the package (the C extension is typed by its .pyi stub).
 lint: $(VENV)/.installed-test

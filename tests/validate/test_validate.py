@@ -150,7 +150,6 @@ def test_the_throttle_group_caps_the_disk_and_is_removed(tmp_path):
     assert not group.folder.exists()
 
 
-@pytest.mark.timing
 def test_a_short_real_run_measures_finite_metrics_and_replays_them(tmp_path, periodic, fake_arbiter_command):
     # a job of 8 phases of w_iter ~0.12 s and one of 3 phases of ~0.34 s: two SET-10 sets
     jobs = [
