@@ -38,9 +38,15 @@ class ArbiterSummary:
 
     def __str__(self) -> str:
         return (
-            f"{self.jobs} jobs seen, {self.grants} phases granted ({self.connections} connections, "
-            f"{self.errors} protocol errors, {self.dropped} dropped for not reading)"
+            f"{_count(self.jobs, 'job')} seen, {_count(self.grants, 'phase')} granted "
+            f"({_count(self.connections, 'connection')}, {_count(self.errors, 'protocol error')}, "
+            f"{self.dropped} dropped for not reading)"
         )
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 job"``, ``"2 jobs"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class Arbiter:

@@ -35,6 +35,7 @@ def test_every_room_command_is_registered_at_the_top_level():
         "report",
         "demo",
         "serve",
+        "arbiter",
     ]
     assert [group.name for group in app.registered_groups] == ["token"]
 
