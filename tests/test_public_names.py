@@ -6,7 +6,15 @@ import sys
 
 import pytest
 
-ROOMS = ["iosets", "iosets.analyzer", "iosets.recommender", "iosets.replay", "iosets.datasets", "iosets.report"]
+ROOMS = [
+    "iosets",
+    "iosets.analyzer",
+    "iosets.recommender",
+    "iosets.replay",
+    "iosets.datasets",
+    "iosets.report",
+    "iosets.arbiter",
+]
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -20,7 +28,8 @@ def test_every_public_name_resolves_to_an_object_of_that_name(room):
 
 
 def test_importing_the_rooms_loads_no_heavy_library():
-    rooms = "iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.report, iosets.cli"
+    rooms = "iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.report, iosets.arbiter"
+    rooms += ", iosets.cli"
     code = f"import sys, {rooms}; " + (
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'numpy', 'polars', 'pyarrow', 'scipy', 'sklearn', 'darshan', 'pydantic', 'jinja2', 'plotly'}))"

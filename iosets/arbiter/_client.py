@@ -13,6 +13,7 @@ again (so a restarted arbiter is found again). Not thread-safe: one thread talks
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import socket
@@ -46,6 +47,10 @@ def parse_address(address: str) -> tuple[int, str | tuple[str, int]]:
 
 class _Lost(Exception):
     """The connection closed or failed (the reason in the message)."""
+
+
+class _Unreachable(_Lost):
+    """No connection could be made, or HELLO was not answered."""
 
 
 class _Refused(Exception):
@@ -136,11 +141,15 @@ class Client:
                     raise
                 return self._request(line, deadline, connect=True)  # the old one was a stopped arbiter's
         except _Refused as refused:
-            return self._unscheduled(f"{self.address} refused job {self.job_id} ({refused})")
+            reason = f"{self.address} refused job {self.job_id} ({refused})"
         except TimeoutError:
-            return self._unscheduled(f"no grant from {self.address} within {self.timeout:g} s")
+            reason = f"no grant from {self.address} within {self.timeout:g} s"
+        except _Unreachable as unreachable:
+            reason = f"cannot reach {self.address} ({unreachable})"
         except _Lost as lost:
-            return self._unscheduled(f"cannot reach {self.address} ({lost})")
+            reason = f"lost {self.address} ({lost})"
+        self._unscheduled(reason)
+        return None
 
     @property
     def rate(self) -> float | None:
@@ -167,10 +176,8 @@ class Client:
     def close(self) -> None:
         """Leave the arbiter (an open phase ends with the connection)."""
         if self._sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._sock.sendall(b"BYE\n")
-            except OSError:
-                pass
         self._close_socket()
         self._open, self._rate = False, None
 
@@ -192,7 +199,7 @@ class Client:
         return self._rate
 
     def _connect(self) -> None:
-        """Connect and say HELLO within ``connect_timeout``; _Lost or _Refused."""
+        """Connect and say HELLO within ``connect_timeout``; _Unreachable or _Refused."""
         sock = socket.socket(self.family, socket.SOCK_STREAM)
         sock.settimeout(self.connect_timeout)
         try:
@@ -201,7 +208,7 @@ class Client:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as error:
             sock.close()
-            raise _Lost(error.strerror or type(error).__name__) from None
+            raise _Unreachable(error.strerror or type(error).__name__) from None
         self._sock, self._pending = sock, b""
         deadline = time.monotonic() + self.connect_timeout
         try:
@@ -209,7 +216,9 @@ class Client:
             word, value = self._next_line(deadline)
         except TimeoutError:
             self._close_socket()
-            raise _Lost(f"no answer to HELLO within {self.connect_timeout:g} s") from None
+            raise _Unreachable(f"no answer to HELLO within {self.connect_timeout:g} s") from None
+        except _Lost as lost:
+            raise _Unreachable(str(lost)) from None
         if word != "OK":
             self._close_socket()
             raise _Refused(value if word == "ERR" else f"unexpected answer {word!r}")
@@ -295,4 +304,3 @@ class Client:
         if not self._said:
             self._said = True
             print(f"iosets-arbiter: {reason}: proceeding unscheduled", file=self._stderr or sys.stderr, flush=True)
-        return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import ipaddress
 import os
@@ -130,10 +131,8 @@ class Arbiter:
 
     def stop(self) -> None:
         """Ask :meth:`serve` to return (every connection is closed); safe from any thread."""
-        try:
+        with contextlib.suppress(BlockingIOError):  # the pipe is full: a stop is already pending
             os.write(self._stop_write, b"s")
-        except BlockingIOError:  # the pipe is full: a stop is already pending
-            pass
 
     def close(self) -> None:
         """Stop, wait for the serving thread, close the sockets and remove the unix socket files made here."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import resource
 import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -11,7 +13,7 @@ import typer
 from ._choices import ARBITER_POLICIES, one_of
 
 if TYPE_CHECKING:
-    from ..arbiter import Arbiter, ArbiterSummary
+    from ..arbiter import Arbiter
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -43,22 +45,24 @@ def arbiter(
     from ..arbiter import Arbiter
 
     _raise_open_files_limit()
-    with Arbiter(listen, policy=policy, bandwidth=bandwidth, allow_remote=allow_remote) as server:
+    server = Arbiter(listen, policy=policy, bandwidth=bandwidth, allow_remote=allow_remote)
+    with server, _stopped_by_signals(server):
         print(
-            f"iosets arbiter: listening on {' '.join(server.addresses)} (policy {policy}, bandwidth {bandwidth:g} B/s); "
-            "Ctrl-C or SIGTERM stops it",
+            f"iosets arbiter: listening on {' '.join(server.addresses)} "
+            f"(policy {policy}, bandwidth {bandwidth:g} B/s); Ctrl-C or SIGTERM stops it",
             flush=True,
         )
-        summary = _serve_until_signalled(server)
+        summary = server.serve()
     print(f"iosets arbiter: stopped: {summary}", flush=True)
 
 
-def _serve_until_signalled(server: Arbiter) -> ArbiterSummary:
-    """Serve until SIGINT or SIGTERM: Python's signal handler writes to the arbiter's wakeup descriptor."""
+@contextmanager
+def _stopped_by_signals(server: Arbiter) -> Iterator[None]:
+    """SIGINT and SIGTERM stop ``server``: Python's signal handler writes to its wakeup descriptor."""
     handlers = {number: signal.signal(number, _stop_quietly) for number in STOP_SIGNALS}
     previous = signal.set_wakeup_fd(server.wakeup_fd, warn_on_full_buffer=False)
     try:
-        return server.serve()
+        yield
     finally:
         signal.set_wakeup_fd(previous)
         for number, handler in handlers.items():

@@ -64,7 +64,7 @@ def run_clients(
         finish = {job: now + left / rate for job, (left, rate) in performing.items()}
         date = min([*finish.values(), *compute_end.values()])
         limit = date + SAME_DATE * max(1.0, abs(date))
-        for job, state in performing.items():
+        for state in performing.values():
             state[0] -= state[1] * (date - now)
         now = date
         ends = sorted(job for job, end in finish.items() if end <= limit)
@@ -157,7 +157,9 @@ def tie_workload(seed: int) -> Workload:
             io_bytes.append(previous)
     w_iter = 10.0 ** rng.integers(0, 4, n_jobs)  # SET-10 sets 0 to 3
     ids = [f"j{j}" for j in range(n_jobs)]
-    return Workload.from_arrays(ids, release, phase_job, t_cpu, io_bytes, w_iter=w_iter, bandwidth=bandwidth, horizon=100)
+    return Workload.from_arrays(
+        ids, release, phase_job, t_cpu, io_bytes, w_iter=w_iter, bandwidth=bandwidth, horizon=100
+    )
 
 
 @pytest.mark.parametrize("policy", ARBITER_POLICIES)
