@@ -314,7 +314,7 @@ PyMODINIT_FUNC PyInit__core(void)
     if (m == NULL)
         return NULL;
     PyObject *names = Py_BuildValue("(ssss)", policy_names[0], policy_names[1], policy_names[2], policy_names[3]);
-    if (PyModule_AddObject(m, "POLICIES", names) < 0 || PyModule_AddIntConstant(m, "LINE_MAX", AS_LINE_MAX) < 0) {
+    if (PyModule_AddObject(m, "POLICIES", names) < 0) {
         Py_XDECREF(names);
         Py_DECREF(m);
         return NULL;
