@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import math
+import random
 import shutil
 import signal
 import socket
@@ -181,6 +182,47 @@ def test_a_job_id_connected_twice_is_refused(served):
     deadline = time.monotonic() + BOUND
     while Peer(served).send("HELLO 1 same 0 1").line() != "OK 1000000000":  # free once the arbiter saw the close
         assert time.monotonic() < deadline
+
+
+@pytest.mark.parametrize("policy", ["set-10", "exclusive-fcfs", "fair-share", "share-priority"])
+def test_random_traffic_leaves_the_arbiter_serving(short_dir, policy):
+    """Many connections send valid, repeated and garbage lines, and close, in a random order (the ASan build
+    of make test-asan checks the memory); once they are closed, a new job is granted the whole bandwidth."""
+    rng = random.Random(policy)
+    lines = [b"BEGIN 5\n", b"END\n", b"BEGIN 0\n", b"END\nBEGIN 3\n", b"BEGIN 1\nEND\n", b"BEGIN 2\nBEGIN 2\n"]
+    with Arbiter(f"unix:{short_dir / 'fuzz.sock'}", policy=policy, bandwidth=B).start() as arbiter:
+        address = arbiter.addresses[0]
+        peers: list[Peer] = []
+        for _ in range(1500):
+            if rng.random() < 0.05 or not peers:
+                peers.append(
+                    Peer(address).send(f"HELLO 1 j{rng.randrange(20)} {rng.randrange(4)} 0.{rng.randrange(1, 9)}")
+                )
+                peers[-1].sock.setblocking(False)
+                continue
+            peer = rng.choice(peers)
+            if rng.random() < 0.04:
+                peers.remove(peer)
+                peer.close()
+                continue
+            data = rng.choice(lines)
+            if rng.random() < 0.01:
+                data = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 600)))
+            try:
+                peer.sock.send(data)
+                while peer.sock.recv(65536):
+                    pass
+            except (BlockingIOError, ConnectionError):
+                pass
+        for peer in peers:
+            peer.close()
+        deadline = time.monotonic() + BOUND
+        while True:  # the closes reach the arbiter in their own time: the sets free up
+            with Client(address, "newcomer", timeout=0.2, stderr=io.StringIO()) as client:
+                if client.begin(1.0) == B:
+                    break
+            assert time.monotonic() < deadline
+    assert arbiter.summary.grants > 20 and arbiter.summary.errors > 20  # the traffic did reach the core
 
 
 # ---------------------------------------------------------------------- the Python client
