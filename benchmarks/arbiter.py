@@ -16,14 +16,16 @@ perform). For N = 10, 100 and 1000:
   GRANT read (target: p99 < 1 ms at 1000 jobs).
 
 Each run also reads the arbiter's CPU time (/proc/PID/stat): its share of its core during the run,
-and pairs per CPU-second of the arbiter (what one core would serve if nothing else ran on it). The
-machine's load average is printed before and after: other tenants share its cores.
+and pairs per CPU-second of the arbiter (what one core would serve if nothing else ran on it), and
+the load generator's share of its core. When both shares are well under 100 % in a saturation run,
+other tenants had the cores; the machine's load average is printed before and after.
 
 Usage: .venv/bin/python benchmarks/arbiter.py [--seconds S] [--warmup S] [--clients 10,100,1000] [--repeat R]
 """
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -74,14 +76,17 @@ def run_load(binary: Path, host: str, port: int, clients: int, think_us: float, 
     """One run of the load generator; its counts and latency percentiles, and the arbiter's CPU share."""
     command = [str(binary), host, str(port), str(clients), f"{think_us:.3f}", str(options.warmup)]
     command += [str(options.seconds), "1"]
-    cpu, wall = cpu_seconds(arbiter), time.monotonic()
+    cpu, wall, children = cpu_seconds(arbiter), time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(command, capture_output=True, text=True, preexec_fn=pinned(1), timeout=600)
     cpu, wall = cpu_seconds(arbiter) - cpu, time.monotonic() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    generator = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
     if done.returncode != 0:
         sys.exit(f"arbiter.py: the load generator failed: {done.stderr.strip()}")
     result = {key: float(value) for key, value in (item.split("=") for item in done.stdout.split())}
     result["pairs_per_s"] = result["pairs"] / result["seconds"]
     result["cpu_share"] = cpu / wall  # over the whole run: connecting, warm-up and measure
+    result["generator_share"] = generator / wall
     result["pairs_per_cpu_s"] = result["pairs_per_s"] / max(result["cpu_share"], 1e-9)
     return result
 
@@ -102,8 +107,8 @@ def main() -> None:
         binary = compile_load(Path(folder))
         arbiter, host, port = start_arbiter()
         try:
-            header = f"{'jobs':>5} {'mode':<22} {'pairs/s':>9} {'x target':>8} {'p50 us':>8} {'p99 us':>8} "
-            print(header + f"{'p99.9 us':>9} {'p99 vs 1 ms':>11} {'RATE/s':>8} {'arb CPU':>7} {'pairs/CPU-s':>11}")
+            titles = ("pairs/s", "x target", "p50 us", "p99 us", "p99.9 us", "p99 vs 1 ms", "RATE/s", "arb CPU")
+            print(f"{'jobs':>5} {'mode':<22} " + " ".join(f"{t:>8}" for t in (*titles, "pairs/CPU-s", "gen CPU")))
             for clients in (int(n) for n in options.clients.split(",")):
                 runs = [("saturation (think 0)", 0.0)]
                 runs += [(f"paced {rate / 1e3:g}k pairs/s", clients / rate * 1e6) for rate in (20e3, 40e3)]
@@ -111,10 +116,10 @@ def main() -> None:
                     for _ in range(options.repeat):
                         r = run_load(binary, host, port, clients, think_us, options, arbiter.pid)
                         print(
-                            f"{clients:>5} {mode:<22} {r['pairs_per_s']:>9.0f} {r['pairs_per_s'] / TARGET_PAIRS:>8.2f} "
-                            f"{r['p50_us']:>8.1f} {r['p99_us']:>8.1f} {r['p999_us']:>9.1f} "
+                            f"{clients:>5} {mode:<22} {r['pairs_per_s']:>8.0f} {r['pairs_per_s'] / TARGET_PAIRS:>8.2f} "
+                            f"{r['p50_us']:>8.1f} {r['p99_us']:>8.1f} {r['p999_us']:>8.1f} "
                             f"{TARGET_P99_US / r['p99_us']:>10.2f}x {r['rates'] / r['seconds']:>8.0f} "
-                            f"{r['cpu_share']:>7.0%} {r['pairs_per_cpu_s']:>11.0f}",
+                            f"{r['cpu_share']:>8.0%} {r['pairs_per_cpu_s']:>11.0f} {r['generator_share']:>8.0%}",
                             flush=True,
                         )
         finally:
