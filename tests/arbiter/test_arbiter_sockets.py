@@ -19,8 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from iosets.arbiter import Arbiter, Client, parse_address
+from iosets.cli import app
 from iosets.errors import InputError
 
 pytestmark = pytest.mark.timing
@@ -405,3 +407,18 @@ def test_a_live_unix_socket_is_not_taken_over_and_a_stale_one_is(short_dir):
 def test_a_non_loopback_tcp_address_needs_allow_remote():
     with pytest.raises(InputError, match="tcp:0.0.0.0:0: 0.0.0.0 is not a loopback address, .* --allow-remote"):
         Arbiter("tcp:0.0.0.0:0", bandwidth=B)
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["--listen", "tcp:0.0.0.0:0"], "tcp:0.0.0.0:0: 0.0.0.0 is not a loopback address"),
+        (["--listen", "udp:x"], "arbiter address must be unix:PATH or tcp:HOST:PORT, got 'udp:x'"),
+        (["--listen", "tcp:127.0.0.1:0", "--policy", "set-fairshare"], "unknown policy 'set-fairshare'"),
+        (["--listen", "tcp:127.0.0.1:0", "--bandwidth", "-1"], "bandwidth must be a finite number > 0, got -1.0"),
+    ],
+)
+def test_the_command_refuses_bad_options_in_one_line(options, message):
+    result = CliRunner().invoke(app, ["arbiter", "--bandwidth", "1e9", *options])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {message}") and result.stderr.count("\n") == 1
