@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import resource
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from ._choices import ARBITER_POLICIES, one_of
+from ._output import echo
 
 if TYPE_CHECKING:
     from ..arbiter import Arbiter
@@ -47,13 +49,18 @@ def arbiter(
     _raise_open_files_limit()
     server = Arbiter(listen, policy=policy, bandwidth=bandwidth, allow_remote=allow_remote)
     with server, _stopped_by_signals(server):
-        print(
+        _say(
             f"iosets arbiter: listening on {' '.join(server.addresses)} "
-            f"(policy {policy}, bandwidth {bandwidth:g} B/s); Ctrl-C or SIGTERM stops it",
-            flush=True,
+            f"(policy {policy}, bandwidth {bandwidth:g} B/s); Ctrl-C or SIGTERM stops it"
         )
         summary = server.serve()
-    print(f"iosets arbiter: stopped: {summary}", flush=True)
+    _say(f"iosets arbiter: stopped: {summary}")
+
+
+def _say(line: str) -> None:
+    """One line on stdout, flushed at once: whoever started the daemon reads where it listens from it."""
+    echo(line, stderr=False)
+    sys.stdout.flush()
 
 
 @contextmanager

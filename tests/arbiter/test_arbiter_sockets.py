@@ -1,7 +1,7 @@
 """The arbiter over real sockets (unix and loopback tcp): the wire protocol's answers and errors, faults
 (a disconnect frees the set, a killed arbiter lets a waiting client go, a restarted one is found again),
-the Python client and the daemon command. Every wait is on a line, a thread or a process, with a generous
-bound; nothing asserts on wall time."""
+the Python client, and the daemon in a process of its own. Every wait is on a line, a thread or a
+process, with a generous bound; nothing asserts on wall time."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import io
 import math
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -19,10 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from iosets.arbiter import Arbiter, Client, parse_address
-from iosets.cli import app
 from iosets.errors import InputError
 
 pytestmark = pytest.mark.timing
@@ -373,22 +370,6 @@ def test_after_a_restart_on_the_same_address_the_client_reconnects_at_its_next_b
         daemon.communicate(timeout=BOUND)
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
-def test_the_daemon_stops_cleanly_on_a_signal_and_says_what_it_did(short_dir, stop):
-    daemon, address = start_daemon(f"unix:{short_dir / 'a.sock'}", "--policy", "fair-share")
-    with Client(address, "once") as client:
-        client.begin(1.0)
-        client.end()
-    daemon.send_signal(stop)
-    out, err = daemon.communicate(timeout=BOUND)
-    assert daemon.returncode == 0, err
-    assert out == (
-        "iosets arbiter: stopped: 1 job seen, 1 phase granted "
-        "(1 connection, 0 protocol errors, 0 dropped for not reading)\n"
-    )
-    assert not (short_dir / "a.sock").exists()  # its socket file is removed
-
-
 def test_a_live_unix_socket_is_not_taken_over_and_a_stale_one_is(short_dir):
     path = short_dir / "live.sock"
     busy = pytest.raises(InputError, match=f"unix:{path}: something already listens on this socket")
@@ -407,18 +388,3 @@ def test_a_live_unix_socket_is_not_taken_over_and_a_stale_one_is(short_dir):
 def test_a_non_loopback_tcp_address_needs_allow_remote():
     with pytest.raises(InputError, match="tcp:0.0.0.0:0: 0.0.0.0 is not a loopback address, .* --allow-remote"):
         Arbiter("tcp:0.0.0.0:0", bandwidth=B)
-
-
-@pytest.mark.parametrize(
-    "options, message",
-    [
-        (["--listen", "tcp:0.0.0.0:0"], "tcp:0.0.0.0:0: 0.0.0.0 is not a loopback address"),
-        (["--listen", "udp:x"], "arbiter address must be unix:PATH or tcp:HOST:PORT, got 'udp:x'"),
-        (["--listen", "tcp:127.0.0.1:0", "--policy", "set-fairshare"], "unknown policy 'set-fairshare'"),
-        (["--listen", "tcp:127.0.0.1:0", "--bandwidth", "-1"], "bandwidth must be a finite number > 0, got -1.0"),
-    ],
-)
-def test_the_command_refuses_bad_options_in_one_line(options, message):
-    result = CliRunner().invoke(app, ["arbiter", "--bandwidth", "1e9", *options])
-    assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: {message}") and result.stderr.count("\n") == 1

@@ -4,7 +4,6 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* sum(p) over the performing jobs is kept as an unevaluated pair hi + lo (Knuth's TwoSum on
  * every add and subtract), exact while the priorities span fewer than ~12 decimal orders
