@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h)
+C_SOURCES := $(wildcard iosets/replay/src/*.c iosets/replay/src/*.h iosets/arbiter/src/*.c iosets/arbiter/src/*.h)
 
 .PHONY: demo test test-timing lint test-asan bench docs clean clients
 
@@ -82,4 +82,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/replay_requests.py
 
 clean:
-	rm -rf $(VENV) $(ASAN_VENV) build *.egg-info iosets/replay/*.so
+	rm -rf $(VENV) $(ASAN_VENV) build *.egg-info iosets/replay/*.so iosets/arbiter/*.so

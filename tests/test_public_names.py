@@ -13,6 +13,7 @@ ROOMS = [
     "iosets.replay",
     "iosets.datasets",
     "iosets.report",
+    "iosets.arbiter",
     "iosets.validate",
 ]
 
@@ -29,8 +30,8 @@ def test_every_public_name_resolves_to_an_object_of_that_name(room):
 
 def test_importing_the_rooms_loads_no_heavy_library():
     rooms = (
-        "iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.report, iosets.validate, "
-        "iosets.cli"
+        "iosets, iosets.analyzer, iosets.recommender, iosets.replay, iosets.datasets, iosets.report, iosets.arbiter, "
+        "iosets.validate, iosets.cli"
     )
     code = f"import sys, {rooms}; " + (
         "print(sorted({m.split('.')[0] for m in sys.modules} & "

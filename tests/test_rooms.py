@@ -11,7 +11,7 @@ from pathlib import Path
 import iosets
 
 PACKAGE = Path(iosets.__file__).parent
-ROOMS = {"analyzer", "recommender", "replay", "datasets", "report", "api", "cli", "validate"}
+ROOMS = {"analyzer", "recommender", "replay", "datasets", "report", "api", "cli", "arbiter", "validate"}
 """The subpackages; the top-level modules (schemas, errors, workload, the private helpers) are the floor."""
 
 

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from . import analyzer, demo, recommender, replay, report, serve, validate
+from . import analyzer, arbiter, demo, recommender, replay, report, serve, validate
 from ._errors import ReportingGroup
 
 __all__ = ["app"]
@@ -38,6 +38,7 @@ app.command("validate", rich_help_panel="Real runs")(validate.validate)
 app.command("demo", rich_help_panel="Try it")(demo.demo)
 app.command("serve", rich_help_panel="Service")(serve.serve)
 app.add_typer(serve.token_app, name="token", rich_help_panel="Service")
+app.command("arbiter", rich_help_panel="Real runs")(arbiter.arbiter)
 
 
 def _print_version(value: bool) -> None:

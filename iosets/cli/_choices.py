@@ -30,6 +30,9 @@ MAPPINGS = ("set-10", "set-b", "gmm")
 EXPORT_FORMATS = ("agios", "tbf", "cgroup", "json", "lua")
 """iosets.recommender.EXPORT_FORMATS"""
 
+ARBITER_POLICIES = ("set-10", "exclusive-fcfs", "fair-share", "share-priority")
+"""iosets.arbiter.ARBITER_POLICIES"""
+
 TBF_TARGET = "ost.OSS.ost_io"
 """iosets.recommender.TBF_TARGET"""
 

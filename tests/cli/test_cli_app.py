@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 import iosets.analyzer
+import iosets.arbiter
 import iosets.datasets
 import iosets.recommender
 import iosets.replay
@@ -37,6 +38,7 @@ def test_every_room_command_is_registered_at_the_top_level():
         "validate",
         "demo",
         "serve",
+        "arbiter",
     ]
     assert [group.name for group in app.registered_groups] == ["token"]
 
@@ -44,6 +46,7 @@ def test_every_room_command_is_registered_at_the_top_level():
 def test_help_lists_choices_that_match_the_rooms():
     assert ("auto", *iosets.analyzer.INGESTERS) == _choices.TRACE_FORMATS
     assert iosets.replay.POLICIES == _choices.POLICIES
+    assert iosets.arbiter.ARBITER_POLICIES == _choices.ARBITER_POLICIES
     assert iosets.validate.POLICIES == _choices.VALIDATE_POLICIES
     assert iosets.replay.SCHEDULERS == _choices.SCHEDULERS
     assert tuple(f.name for f in dataclasses.fields(iosets.replay.Device)) == _choices.DEVICE_PARAMETERS
