@@ -33,6 +33,9 @@ def report(
         Path | None,
         typer.Option(help="Request replay (`iosets replay-requests -o RESULT`); RESULT.classes is read beside it."),
     ] = None,
+    validation: Annotated[
+        Path | None, typer.Option(help="Real runs against the phase engine (`iosets validate -o validation.json`).")
+    ] = None,
 ) -> None:
     """Write one offline HTML report: the site's jobs, their recommendation and what each policy would do.
 
@@ -45,7 +48,15 @@ def report(
     path = check_output(output, suffixes=(".html",), what="report")
     with _section_progress() as step:
         built = build_report(
-            jobs, recommendation=rec, site=site, replay=replay, tune=tune, requests=requests, output=path, progress=step
+            jobs,
+            recommendation=rec,
+            site=site,
+            replay=replay,
+            tune=tune,
+            requests=requests,
+            validation=validation,
+            output=path,
+            progress=step,
         )
     shown = ", ".join(built.shown)
     missing = ", ".join(built.missing) or "none"

@@ -56,13 +56,15 @@ class Report:
 
 
 def default_builders() -> tuple[SectionBuilder, ...]:
-    """The report's sections in page order: overview, recommendation, scheduler, timelines, requests, jobs."""
+    """The report's sections in page order: overview, recommendation, scheduler, timelines, requests, validation,
+    jobs."""
     from ._jobs_table import jobs_table_section
     from ._overview import overview_section
     from ._recommendation import recommendation_section
     from ._request_level import request_level_section
     from ._scheduler import scheduler_section
     from ._timelines import timelines_section
+    from ._validation import validation_section
 
     return (
         overview_section,
@@ -70,6 +72,7 @@ def default_builders() -> tuple[SectionBuilder, ...]:
         scheduler_section,
         timelines_section,
         request_level_section,
+        validation_section,
         jobs_table_section,
     )
 
@@ -113,6 +116,7 @@ def build_report(
     replay: Any = None,
     tune: TableSource | None = None,
     requests: Any = None,
+    validation: Any = None,
     output: str | os.PathLike | None = None,
     progress: bool | Progress | None = None,
 ) -> Report:
@@ -125,6 +129,9 @@ def build_report(
     recommendation, site, replay, tune, requests : path, polars.DataFrame or mapping, default=None
         The optional inputs, as :func:`read_inputs` takes them; each absent one leaves its section saying
         what to run.
+    validation : path, mapping or Validation, default=None
+        Real runs against the phase engine (``iosets validate -o validation.json``), as :func:`read_inputs`
+        takes them.
     output : path, default=None
         Write the page there (``.html``), atomically: a failure leaves no partial file.
     progress : bool or callable, default=None
@@ -140,8 +147,8 @@ def build_report(
     Raises
     ------
     InputError
-        An input cannot be read or breaks its schema (the message names the file and the column), or
-        ``output`` cannot be written.
+        An input cannot be read or breaks its schema (the message names the file and the column, or the
+        validation file's key), or ``output`` cannot be written.
 
     Examples
     --------
@@ -165,7 +172,15 @@ def build_report(
             tell(name, done, total)
 
     step("inputs", 0)
-    inputs = read_inputs(jobs, recommendation=recommendation, site=site, replay=replay, tune=tune, requests=requests)
+    inputs = read_inputs(
+        jobs,
+        recommendation=recommendation,
+        site=site,
+        replay=replay,
+        tune=tune,
+        requests=requests,
+        validation=validation,
+    )
     sections = build_sections(
         inputs, builders=builders, progress=None if tell is None else lambda name, done, _: step(name, done + 1)
     )

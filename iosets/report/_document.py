@@ -8,9 +8,12 @@ building a report never goes through Plotly's Python validation and stays fast o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from ..validate import Validation
 
 SET_PALETTE = (
     "#1f77b4",
@@ -102,6 +105,8 @@ class ReportInputs:
         TUNE_RANKING (``iosets tune -o``).
     requests, request_classes : polars.DataFrame or None
         REQUEST_RESULTS and REQUEST_CLASSES (``iosets replay-requests -o RESULT`` and its companion).
+    validation : Validation or None
+        Real runs against the phase engine (``iosets validate -o validation.json``).
     sources : dict of str to str
         Input name -> the file it was read from (shown in the report's header).
     """
@@ -116,4 +121,5 @@ class ReportInputs:
     tune: pl.DataFrame | None = None
     requests: pl.DataFrame | None = None
     request_classes: pl.DataFrame | None = None
+    validation: Validation | None = None
     sources: dict[str, str] = field(default_factory=dict)

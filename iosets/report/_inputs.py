@@ -29,6 +29,7 @@ from ._document import ReportInputs
 
 if TYPE_CHECKING:
     from .._results import Tables
+    from ..validate import Validation
 
 TableSource = str | os.PathLike | pl.DataFrame
 """A table given as a ``.parquet``/``.csv`` path or as a Polars frame."""
@@ -56,6 +57,7 @@ def read_inputs(
     replay: Any = None,
     tune: TableSource | None = None,
     requests: Any = None,
+    validation: Any = None,
 ) -> ReportInputs:
     """Read the report's tables and check each against its schema.
 
@@ -79,6 +81,9 @@ def read_inputs(
         The per-request table of a request replay (``iosets replay-requests -o RESULT``); from a path, read by
         :meth:`iosets.replay.RequestResults.read_tables` (its per-class table when it exists); a mapping or
         an object (a ``RequestResults``) gives ``requests`` and ``classes``; a ``RequestReplay`` its results.
+    validation : path, mapping or Validation, default=None
+        Real runs against the phase engine (``iosets validate -o validation.json``): from a path, read by
+        :func:`iosets.validate.read_validation`; a mapping is the file's JSON form; a ``Validation`` is taken as it is.
 
     Returns
     -------
@@ -90,7 +95,7 @@ def read_inputs(
     ------
     InputError
         A file cannot be read, or a table breaks its schema: the message names the file, the row and the
-        column. The jobs table holds no job, or a job id twice.
+        column (the validation file: the key). The jobs table holds no job, or a job id twice.
 
     Examples
     --------
@@ -129,6 +134,7 @@ def read_inputs(
         tune=_table(_main_table(tune, Tuning), "tune", TUNE_RANKING, sources),
         **_group(replay, REPLAY_PARTS, SchedulerComparison, sources),
         **_group(requests, REQUEST_PARTS, RequestResults, sources),
+        validation=_validation(validation, sources),
         sources=sources,
     )
 
@@ -184,6 +190,24 @@ def _group(
     elif not isinstance(given, Mapping):
         given = {key: getattr(given, key) for _, key, _ in parts if hasattr(given, key)}
     return {field: _table(given.get(key), field, schema, sources) for field, key, schema in parts}
+
+
+def _validation(given: Any, sources: dict[str, str]) -> Validation | None:
+    """The validation runs: read and checked by the validate room from a path or a mapping; None when not given."""
+    if given is None:
+        return None
+    from ..validate import Validation, read_validation
+
+    if isinstance(given, Validation):
+        return given
+    if isinstance(given, str | os.PathLike):
+        sources["validation"] = str(given)
+        return read_validation(given)
+    if isinstance(given, Mapping):
+        return Validation.from_dict(given)
+    raise InputError(
+        f"validation: expected a validation.json path, its JSON mapping or a Validation, got {type(given).__name__}"
+    )
 
 
 def _check_unique(frame: pl.DataFrame, where: str) -> None:

@@ -52,6 +52,7 @@ INPUT_LABELS = {
     "tune": "tuning ranking",
     "requests": "request results",
     "request_classes": "request classes",
+    "validation": "validation runs",
 }
 """How the header names each input (ReportInputs fields, in this order)."""
 

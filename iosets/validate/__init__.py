@@ -3,7 +3,8 @@
 The IO-SETS paper (section VI-A, Fig. 4) checked its simulator against real runs before trusting it;
 :func:`validate` does the same on a folder of any file system: a benchmark program per job (``periodic``,
 plain C, compiled on first use), ``system`` alone or every other policy through the arbiter, the paper's
-metrics from the programs' own timestamps and from the phase replay. Names are imported on first use
+metrics from the programs' own timestamps and from the phase replay; :func:`read_validation` reads its
+``validation.json`` back (the report's "Simulator against real runs" shows it). Names are imported on first use
 (:mod:`iosets._lazy`).
 """
 
@@ -13,16 +14,21 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._build import build_periodic
+    from ._read import read_validation
     from ._scenario import make_fig4_workload
     from ._timestamps import measured_metrics, read_timestamps, workload_times
-    from ._validate import POLICIES, PolicyValidation, Validation, validate
+    from ._validate import CRITERION, CRITERION_SHARE, METRICS, POLICIES, PolicyValidation, Validation, validate
 
 _EXPORTS = {
     "build_periodic": "._build",
     "make_fig4_workload": "._scenario",
+    "read_validation": "._read",
     "measured_metrics": "._timestamps",
     "read_timestamps": "._timestamps",
     "workload_times": "._timestamps",
+    "CRITERION": "._validate",
+    "CRITERION_SHARE": "._validate",
+    "METRICS": "._validate",
     "POLICIES": "._validate",
     "PolicyValidation": "._validate",
     "Validation": "._validate",

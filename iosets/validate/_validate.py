@@ -8,7 +8,7 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +29,7 @@ SIMULATED_POLICY = {"system": "fair-share"}
 """The phase engine's policy for a measured one when they differ: the paper likens the "system scheduler" to
 FAIR-SHARE (section VI-A)."""
 METRICS = ("utilization", "io_slowdown", "max_stretch")
+"""The IO-SETS paper's metrics a validation compares, in the order its results hold them."""
 CRITERION = {"utilization": 0.035, "max_stretch": 0.015}
 """The paper's criterion: runs within 3.5 % of the simulated Utilization and 1.5 % of its Max Stretch..."""
 CRITERION_SHARE = 0.8
@@ -127,6 +128,14 @@ class Validation:
             "bandwidth": self.bandwidth,
             "policies": {policy: result.to_dict() for policy, result in self.policies.items()},
         }
+
+    @classmethod
+    def from_dict(cls, data: Mapping, *, source: str = "validation") -> Validation:
+        """Build from :meth:`to_dict`'s form, every value checked (:func:`read_validation`), errors naming
+        ``source`` and the key."""
+        from ._read import validation_from_dict
+
+        return validation_from_dict(data, source=source)
 
     def write(self, path: str | os.PathLike) -> Path:
         """Write :meth:`to_dict` as JSON (``validation.json``), atomically."""

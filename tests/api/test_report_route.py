@@ -58,7 +58,15 @@ def test_the_report_shows_the_stored_jobs_with_their_sets(app, client, builds):
     assert answer.headers["content-type"] == "text/html; charset=utf-8"
     assert answer.headers["content-security-policy"].startswith("default-src 'none';")
     page = read_page(answer.text)
-    assert list(page.sections) == ["overview", "recommendation", "scheduler", "timelines", "requests", "jobs"]
+    assert list(page.sections) == [
+        "overview",
+        "recommendation",
+        "scheduler",
+        "timelines",
+        "requests",
+        "validation",
+        "jobs",
+    ]
     rows = {row["job_id"]: row for row in page.tables["jobs-table"].records()}
     assert {job: (row["app"], row["set"]) for job, row in rows.items()} == {"j1": ("A", "2"), "j2": ("<b>B</b>", "4")}
     assert page.sections["recommendation"]["missing"] is None  # SET-10: round(log10 40) = 2, round(log10 4000) = 4

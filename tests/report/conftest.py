@@ -3,8 +3,10 @@
 The site is a generated IO-SETS workload (three job profiles) turned into a site trace, analyzed,
 recommended, replayed under three schedulers, tuned, plus a request replay: each table written by the
 command that writes it for a user (``iosets recommend``, ``replay-trace``, ``tune``, ``replay-requests``),
-companions included. The browser is Debian's ``chromium`` (``tests/report/browser.py``); without it,
-or without Playwright, the browser tests are skipped, or fail when ``IOSETS_REQUIRE_CHROMIUM=1`` (CI).
+companions included. The validation (real runs take minutes) is the phase engine's metrics of the IO-SETS
+paper's Fig. 4 scenario with stand-in runs around them, written by ``Validation.write``. The browser is Debian's
+``chromium`` (``tests/report/browser.py``); without it, or without Playwright, the browser tests are skipped, or
+fail when ``IOSETS_REQUIRE_CHROMIUM=1`` (CI).
 """
 
 from __future__ import annotations
@@ -90,6 +92,7 @@ def write_site(folder: Path) -> dict[str, Path]:
         "-o",
         folder / "result.parquet",
     )
+    write_validation(folder / "validation.json")
     return {
         "jobs": folder / "jobs.parquet",
         "recommendation": folder / "rec.parquet",
@@ -97,7 +100,26 @@ def write_site(folder: Path) -> dict[str, Path]:
         "replay": folder / "perjob.parquet",
         "tune": folder / "tune.parquet",
         "requests": folder / "result.parquet",
+        "validation": folder / "validation.json",
     }
+
+
+VALIDATION_RUNS = {"system": ("fair-share", (1.1, 1.15, 1.2)), "set-10": ("set-10", (0.999, 1.0, 1.004))}
+"""Per validated policy: the phase engine's policy, and each stand-in run's metrics as multiples of its values."""
+
+
+def write_validation(path: Path) -> Path:
+    """A ``validation.json`` of the Fig. 4 scenario: the phase engine's metrics, runs at ``VALIDATION_RUNS`` of them."""
+    from iosets.replay import replay_phases
+    from iosets.validate import METRICS, PolicyValidation, Validation, make_fig4_workload
+
+    workload = make_fig4_workload(4, horizon=100.0, bandwidth=2e8)
+    outcomes = {}
+    for policy, (simulated_policy, factors) in VALIDATION_RUNS.items():
+        simulated = replay_phases(workload, simulated_policy).metrics
+        measured = {metric: [getattr(simulated, metric) * f for f in factors] for metric in METRICS}
+        outcomes[policy] = PolicyValidation(policy, simulated_policy, measured, simulated)
+    return Validation(workload, 2e8, outcomes).write(path)
 
 
 @pytest.fixture(scope="session")

@@ -55,7 +55,7 @@ PER_JOB = pl.DataFrame(
         "wait": [25.0, 10.0, 10.0, 30.0],
     }
 )
-SECTION_IDS = ["overview", "recommendation", "scheduler", "timelines", "requests", "jobs"]
+SECTION_IDS = ["overview", "recommendation", "scheduler", "timelines", "requests", "validation", "jobs"]
 
 
 def stand_in(inputs):
@@ -170,6 +170,7 @@ def test_missing_inputs_give_sections_that_say_what_to_run():
     assert "iosets replay-trace" in sections["scheduler"]["missing"]
     assert "iosets replay-trace" in sections["timelines"]["missing"]
     assert "iosets replay-requests" in sections["requests"]["missing"]
+    assert "iosets validate" in sections["validation"]["missing"]
     assert all(section["title"] for section in sections.values())
     assert sections["overview"]["readings"] and sections["jobs"]["readings"]
 
