@@ -59,6 +59,7 @@ def validate(
 ) -> None:
     """Run a phase workload for real under each policy and compare the paper's metrics with the phase engine's."""
     from .._io import check_output
+    from ..validate import CRITERION, CRITERION_SHARE
     from ..validate import validate as run_validation
     from ..workload import read_workload
 
@@ -87,9 +88,9 @@ def validate(
         show(render_table(outcome.summary(), VALIDATION_COLUMNS, title=title))
         verdict = "meets" if outcome.meets_criterion() else "misses"
         echo(
-            f"{policy}: {outcome.within('utilization'):.0%} of runs within 3.5 % of the simulated Utilization, "
-            f"{outcome.within('max_stretch'):.0%} within 1.5 % of its Max Stretch: {verdict} the paper's criterion "
-            "(80 % of runs)",
+            f"{policy}: {outcome.within('utilization'):.0%} of runs within {CRITERION['utilization']:.1%} of the "
+            f"simulated Utilization, {outcome.within('max_stretch'):.0%} within {CRITERION['max_stretch']:.1%} of its "
+            f"Max Stretch: {verdict} the paper's criterion ({CRITERION_SHARE:.0%} of runs)",
             stderr=False,
         )
     echo(f"wrote {result.write(output)}")
