@@ -88,9 +88,9 @@ def validate(
         show(render_table(outcome.summary(), VALIDATION_COLUMNS, title=title))
         verdict = "meets" if outcome.meets_criterion() else "misses"
         echo(
-            f"{policy}: {outcome.within('utilization'):.0%} of runs within {CRITERION['utilization']:.1%} of the "
-            f"simulated Utilization, {outcome.within('max_stretch'):.0%} within {CRITERION['max_stretch']:.1%} of its "
-            f"Max Stretch: {verdict} the paper's criterion ({CRITERION_SHARE:.0%} of runs)",
+            f"{policy}: {outcome.within('utilization'):.0%} of runs within {CRITERION['utilization'] * 100:.1f} % of the "
+            f"simulated Utilization, {outcome.within('max_stretch'):.0%} within {CRITERION['max_stretch'] * 100:.1f} % of its "
+            f"Max Stretch: {verdict} the paper's criterion ({CRITERION_SHARE * 100:.0f} % of runs)",
             stderr=False,
         )
     echo(f"wrote {result.write(output)}")
