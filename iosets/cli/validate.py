@@ -87,10 +87,11 @@ def validate(
         )
         show(render_table(outcome.summary(), VALIDATION_COLUMNS, title=title))
         verdict = "meets" if outcome.meets_criterion() else "misses"
+        utilization, stretch = (f"{CRITERION[name] * 100:.1f} %" for name in ("utilization", "max_stretch"))
         echo(
-            f"{policy}: {outcome.within('utilization'):.0%} of runs within {CRITERION['utilization'] * 100:.1f} % of the "
-            f"simulated Utilization, {outcome.within('max_stretch'):.0%} within {CRITERION['max_stretch'] * 100:.1f} % of its "
-            f"Max Stretch: {verdict} the paper's criterion ({CRITERION_SHARE * 100:.0f} % of runs)",
+            f"{policy}: {outcome.within('utilization'):.0%} of runs within {utilization} of the simulated Utilization, "
+            f"{outcome.within('max_stretch'):.0%} within {stretch} of its Max Stretch: {verdict} the paper's criterion "
+            f"({CRITERION_SHARE * 100:.0f} % of runs)",
             stderr=False,
         )
     echo(f"wrote {result.write(output)}")
