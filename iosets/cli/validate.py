@@ -26,6 +26,21 @@ VALIDATION_COLUMNS = (
     Column("runs within", field("within", "{:.0%}")),
 )
 """One policy of ``PolicyValidation.summary()``."""
+DARSHAN_COLUMNS = (
+    Column("run", lambda row: f"{row['policy']} {row['repetition']}", justify="left"),
+    Column("job", field("job_id"), justify="left"),
+    Column("w_iter true", field("truth_w_iter", "{:.4f}")),
+    Column("analyzer", field("analyzer_w_iter", "{:.4f}")),
+    Column("alpha_io true", field("truth_alpha_io", "{:.4f}")),
+    Column("analyzer", field("analyzer_alpha_io", "{:.4f}")),
+    Column("bytes true", field("truth_bytes", "{:,}")),
+    Column("analyzer", field("analyzer_bytes", "{:,}")),
+    Column("phases true", field("truth_n_phases")),
+    Column("analyzer", field("analyzer_n_phases")),
+    Column("stretch measured", field("measured_stretch", "{:.3f}")),
+    Column("predicted", field("predicted_stretch", "{:.3f}")),
+)
+"""One job of ``JobCheck.row()``."""
 
 
 def validate(
@@ -56,6 +71,18 @@ def validate(
     processes: Annotated[int, typer.Option(help="Processes per job, each writing its own file.")] = 1,
     request_size: Annotated[int, typer.Option(help="Bytes per write request, a multiple of 4096.")] = 1 << 20,
     output: Annotated[Path, typer.Option("--output", "-o", help="The results (JSON).")] = Path("validation.json"),
+    darshan: Annotated[
+        Path | None,
+        typer.Option(
+            metavar="PREFIX",
+            help="Run every program under this darshan-runtime install (non-MPI) and check the analyzer and the "
+            "trace replay on the logs.",
+        ),
+    ] = None,
+    darshan_logs: Annotated[
+        Path | None,
+        typer.Option(help="Keep the runs' Darshan logs in this new or empty folder (default: OUTPUT's stem-darshan)."),
+    ] = None,
 ) -> None:
     """Run a phase workload for real under each policy and compare the paper's metrics with the phase engine's."""
     from .._io import check_output
@@ -66,6 +93,10 @@ def validate(
     if workload is not None and (jobs is not None or horizon is not None):
         raise InputError("--jobs and --horizon shape the default workload: give them or --workload, not both")
     check_output(output, suffixes=(".json",), what="validation")
+    if darshan_logs is not None and darshan is None:
+        raise InputError("--darshan-logs keeps the logs of --darshan: give --darshan PREFIX too")
+    if darshan is not None and darshan_logs is None:
+        darshan_logs = output.with_name(f"{output.stem}-darshan")
     chosen = read_workload(workload) if workload is not None else None
     with _terminate_as_interrupt():
         result = run_validation(
@@ -79,6 +110,8 @@ def validate(
             bandwidth=bandwidth,
             processes=processes,
             request_size=request_size,
+            darshan=darshan,
+            darshan_logs=darshan_logs,
             report=echo,
         )
     for policy, outcome in result.policies.items():
@@ -94,6 +127,13 @@ def validate(
             f"({CRITERION_SHARE * 100:.0f} % of runs)",
             stderr=False,
         )
+    if result.darshan is not None:
+        rows = [job.row() for job in result.darshan.jobs]
+        title = (
+            "Darshan logs: the analyzer against the programs' truth, the trace replay's stretch against the measured"
+        )
+        caption = f"logs in {result.darshan.logs}" if result.darshan.logs else None
+        show(render_table(rows, DARSHAN_COLUMNS, title=title, caption=caption))
     echo(f"wrote {result.write(output)}")
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import InputError
 from ..workload import Workload
+from ._log_check import DarshanValidation
 from ._validate import METRICS, POLICIES, SIMULATED_POLICY, PolicyValidation, Validation
 
 MAX_FILE_BYTES = 16 << 20
@@ -103,7 +104,19 @@ def validation_from_dict(data: Any, *, source: str = "validation") -> Validation
                 f"{source}: policies: unknown policy {_shown(policy)}; expected one of {', '.join(POLICIES)}"
             )
         results[policy] = _policy(policy, entry, source)
-    return Validation(workload, bandwidth, results)
+    return Validation(workload, bandwidth, results, darshan=_darshan(top.get("darshan"), source))
+
+
+def _darshan(data: Any, source: str) -> DarshanValidation | None:
+    """The ``darshan`` part written with darshan-runtime (None without it), its defects named."""
+    if data is None:
+        return None
+    try:
+        return DarshanValidation.from_dict(data)
+    except (KeyError, TypeError, ValueError, AttributeError, InputError) as exc:
+        raise InputError(
+            f"{source}: darshan: not what validate --darshan writes ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _policy(policy: str, entry: Any, source: str) -> PolicyValidation:

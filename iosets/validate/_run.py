@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import IosetsError
+from ._darshan import darshan_job_id
 from ._timestamps import workload_times
 
 if TYPE_CHECKING:
     from ..workload import Workload
+    from ._darshan import DarshanRuntime
     from ._throttle import Throttle
 
 START_DELAY = 1.0
@@ -26,13 +29,15 @@ POLL_INTERVAL = 0.1
 
 @dataclass(frozen=True)
 class RunSetup:
-    """How the programs run: the executable, the folder of the run's files, P, R and the throttle group."""
+    """How the programs run: the executable, the folder of the run's files, P, R, the throttle group and the
+    darshan-runtime they run under."""
 
     program: Path
     folder: Path
     processes: int = 1
     request_size: int = 1 << 20
     throttle: Throttle | None = None
+    darshan: DarshanRuntime | None = None
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,7 @@ def run_workload(
     sets: np.ndarray | None = None,
     priorities: np.ndarray | None = None,
     timeout: float = 10.0,
+    logs: Path | None = None,
 ) -> Run:
     """Run every job of ``workload`` once, each as its own program released at its ``release`` date.
 
@@ -70,15 +76,22 @@ def run_workload(
         The arbiter's address; ``sets`` and ``priorities`` (per job) are what each job tells it.
     timeout : float, default=10.0
         The arbiter client's timeout (s).
+    logs : path, default=None
+        With ``setup.darshan``, a new folder for the run's Darshan logs (job number k has Darshan job id
+        :func:`darshan_job_id` (k)); the programs' CSVs are copied there at the end.
 
     Returns
     -------
     Run
     """
-    folder = setup.folder
+    folder, darshan = setup.folder, setup.darshan
+    if darshan is not None:
+        if logs is None:
+            raise ValueError("run_workload: a run under darshan-runtime needs a folder for its logs")
+        logs.mkdir(parents=True)
     origin = time.time_ns() + int((START_DELAY + 0.02 * workload.n_jobs) * 1e9)
     programs: list[subprocess.Popen] = []
-    csvs, logs = [], []
+    csvs, outputs = [], []
     try:
         for j in range(workload.n_jobs):
             name = f"j{j}"
@@ -87,7 +100,7 @@ def run_workload(
             pairs = zip(workload.t_cpu[rows], workload.io_bytes[rows], strict=True)
             phases.write_text("".join(f"{float(t)!r} {float(b)!r}\n" for t, b in pairs), encoding="ascii")
             csvs.append(folder / f"{name}.csv")
-            logs.append(folder / f"{name}.stderr")
+            outputs.append(folder / f"{name}.stderr")
             command = [
                 str(setup.program),
                 *("--job-id", name, "--dir", str(folder), "--output", str(csvs[-1]), "--phases", str(phases)),
@@ -100,21 +113,26 @@ def run_workload(
                 assert sets is not None and priorities is not None
                 command += ["--arbiter", arbiter, "--set", str(int(sets[j])), "--priority", repr(float(priorities[j]))]
                 command += ["--timeout", repr(timeout)]
+            if darshan is not None and logs is not None:
+                command = darshan.wrap(command, job_id=darshan_job_id(j), logs=logs, data=folder)
             if setup.throttle is not None:
                 command = setup.throttle.wrap(command)
-            with logs[-1].open("wb") as log:
+            with outputs[-1].open("wb") as log:
                 programs.append(
                     subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
                 )
-        _wait(programs, logs, workload.ids, deadline=origin / 1e9 + bound)
+        _wait(programs, outputs, workload.ids, deadline=origin / 1e9 + bound)
     finally:
         for program in programs:
             if program.poll() is None:
                 os.killpg(program.pid, signal.SIGKILL)  # the program and the processes it forked
                 program.wait()
     messages = {
-        workload.ids[j]: text for j, log in enumerate(logs) if (text := log.read_text(errors="replace").strip())
+        workload.ids[j]: text for j, log in enumerate(outputs) if (text := log.read_text(errors="replace").strip())
     }
+    if darshan is not None and logs is not None:
+        for csv in csvs:
+            shutil.copyfile(csv, logs / csv.name)
     return Run(workload_times(workload, csvs, origin), messages)
 
 

@@ -20,7 +20,8 @@ from ..errors import InputError
 from ..workload import Workload
 
 if TYPE_CHECKING:
-    from ..replay import PhaseMetrics
+    from ..replay import Device, PhaseMetrics
+    from ._log_check import DarshanValidation, JobCheck
     from ._run import Run, RunSetup
 
 POLICIES = ("system", "set-10", "fair-share", "exclusive-fcfs", "share-priority")
@@ -114,20 +115,28 @@ class Validation:
     policies : dict of str to PolicyValidation
     throttle : float or None
         The cgroup's cap (bytes/s) the runs shared, if any.
+    darshan : DarshanValidation or None
+        With darshan-runtime: the analyzer's answer from each run's logs against the programs' truth, and the trace
+        replay's predicted stretch against the measured one.
     """
 
     workload: Workload
     bandwidth: float
     policies: dict[str, PolicyValidation]
     throttle: float | None = None
+    darshan: DarshanValidation | None = None
 
     def to_dict(self) -> dict:
-        """``{"workload": {...}, "bandwidth": B, "policies": {policy: {"measured": ..., "simulated": ...}}}``."""
-        return {
+        """``{"workload": {...}, "bandwidth": B, "policies": {policy: {"measured": ..., "simulated": ...}}}``, and
+        ``"darshan": {...}`` (:meth:`DarshanValidation.to_dict`) after them with darshan-runtime."""
+        data = {
             "workload": self.workload.to_dict(),
             "bandwidth": self.bandwidth,
             "policies": {policy: result.to_dict() for policy, result in self.policies.items()},
         }
+        if self.darshan is not None:
+            data["darshan"] = self.darshan.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping, *, source: str = "validation") -> Validation:
@@ -159,6 +168,8 @@ def validate(
     bandwidth: float | None = None,
     processes: int = 1,
     request_size: int = 1 << 20,
+    darshan: str | os.PathLike | None = None,
+    darshan_logs: str | os.PathLike | None = None,
     report: Callable[[str], None] | None = None,
 ) -> Validation:
     """Run a phase workload for real in ``folder`` under each policy, ``repeat`` times, and replay it in the phase
@@ -193,6 +204,14 @@ def validate(
         Processes per job (P).
     request_size : int, default=1 MiB
         Bytes per write request (R), a multiple of 4096.
+    darshan : path, default=None
+        A darshan-runtime install (non-MPI): every program runs under it, each run's logs are analyzed and
+        compared with the programs' timestamps, and the trace replay of each run's logs predicts each job's
+        stretch (on a device calibrated on the logs of the calibration run).
+    darshan_logs : path, default=None
+        Where to keep the logs (a new or empty folder): ``calibration/``, then ``<policy>-<repetition>/``, each
+        with the programs' CSVs (``j<k>.csv``: Darshan job id k + 1); by default they are removed with the run's
+        files.
     report : callable, default=None
         Called with a line of progress after each step.
 
@@ -209,9 +228,18 @@ def validate(
     if request_size % 4096:
         raise InputError(f"request_size must be a multiple of 4096, got {request_size}")
     say = report or (lambda text: None)
+    runtime, kept_logs = None, None
+    if darshan is not None:
+        from ._darshan import find_darshan
+
+        runtime = find_darshan(darshan)
+        kept_logs = None if darshan_logs is None else _empty_folder(darshan_logs)
+    elif darshan_logs is not None:
+        raise InputError("darshan_logs: the runs write Darshan logs only under darshan-runtime: give darshan too")
 
     from ._build import build_periodic
     from ._disk import check_free_space, run_folder
+    from ._log_check import DarshanValidation, calibrate_on
     from ._run import RunSetup
     from ._scenario import make_fig4_workload
     from ._throttle import throttle_group
@@ -226,20 +254,50 @@ def validate(
             _check_space(workload, run_dir, processes)
         check_free_space(run_dir, _job_bytes(calibration_bytes, processes), what="the calibration run")
         group = throttle_group(run_dir, throttle) if throttle is not None else contextlib.nullcontext()
+        logs = (kept_logs or run_dir / "darshan") if runtime is not None else None
         with group as cap:
-            setup = RunSetup(program, run_dir, processes, request_size, cap)
-            measured_bandwidth = _calibrate(setup, max(calibration_bytes, request_size))
+            setup = RunSetup(program, run_dir, processes, request_size, cap, runtime)
+            measured_bandwidth = _calibrate(setup, max(calibration_bytes, request_size), logs)
             capped = f", throttle {throttle / 1e6:.1f} MB/s" if throttle else ""
             say(f"bandwidth B = {measured_bandwidth / 1e6:.1f} MB/s, measured with one job alone{capped}")
             if workload is None:
                 workload = make_fig4_workload(n_jobs, horizon=horizon, bandwidth=measured_bandwidth)
                 _check_space(workload, run_dir, processes)
             replayed = _at_bandwidth(workload, measured_bandwidth)
-            results = {
-                policy: _validate_policy(policy, replayed, setup, repeat, measured_bandwidth, say)
-                for policy in policies
-            }
-    return Validation(replayed, measured_bandwidth, results, throttle)
+            calibration = calibrate_on(logs / "calibration") if logs is not None else None
+            device = None if calibration is None else calibration.device
+            if device is not None:
+                say(f"device calibrated on the Darshan logs of the calibration run: {_device_text(device)}")
+            results, checks = {}, []
+            for policy in policies:
+                results[policy], found = _validate_policy(
+                    policy, replayed, setup, repeat, measured_bandwidth, say, logs, device
+                )
+                checks += found
+    logged = None
+    if runtime is not None and calibration is not None:
+        kept = None if kept_logs is None else str(kept_logs)
+        logged = DarshanValidation(str(runtime.prefix), kept, calibration.device, dict(calibration.error), checks)
+    return Validation(replayed, measured_bandwidth, results, throttle, logged)
+
+
+def _empty_folder(path: str | os.PathLike) -> Path:
+    """``path`` as a new or empty folder for the runs' Darshan logs, so that no earlier log joins their analysis."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if any(folder.iterdir()):
+            raise InputError(f"darshan_logs: {folder} is not empty: give a new or empty folder for the runs' logs")
+    except OSError as exc:
+        raise InputError(f"darshan_logs: cannot use {folder} ({exc.strerror or exc})") from None
+    return folder.resolve()
+
+
+def _device_text(device: Device) -> str:
+    return (
+        f"bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead {device.overhead * 1e3:.3f} ms, "
+        f"seek {device.seek * 1e3:.3f} ms, queue depth {device.queue_depth}"
+    )
 
 
 def _check_policies(policies: Sequence[str]) -> list[str]:
@@ -266,16 +324,17 @@ def _check_space(workload: Workload, folder: Path, processes: int) -> None:
     check_free_space(folder, needed, what=f"a run of {workload.n_jobs} jobs x {processes} processes")
 
 
-def _calibrate(setup: RunSetup, phase_bytes: float) -> float:
+def _calibrate(setup: RunSetup, phase_bytes: float, logs: Path | None) -> float:
     """Bytes over busy I/O time of one job alone: :data:`CALIBRATION_PHASES` phases without compute, the first
-    left out."""
+    left out; under darshan-runtime, its logs in ``logs / "calibration"``."""
     from ._run import run_workload
 
     n = CALIBRATION_PHASES
     alone = Workload.from_arrays(
         ["calibration"], [0.0], np.zeros(n, np.int64), np.zeros(n), np.full(n, phase_bytes), source="calibration"
     )
-    run = run_workload(alone, setup, bound=600.0 + n * phase_bytes / 1e6)
+    calibration_logs = None if logs is None else logs / "calibration"
+    run = run_workload(alone, setup, bound=600.0 + n * phase_bytes / 1e6, logs=calibration_logs)
     busy = float(np.sum(run.times[3, 1:] - run.times[2, 1:]))
     moved = (n - 1) * _job_bytes(phase_bytes, setup.processes)
     if not busy > 0:
@@ -302,29 +361,46 @@ def _at_bandwidth(workload: Workload, bandwidth: float) -> Workload:
 
 
 def _validate_policy(
-    policy: str, workload: Workload, setup: RunSetup, repeat: int, bandwidth: float, say: Callable[[str], None]
-) -> PolicyValidation:
-    """``repeat`` runs of ``workload`` under ``policy`` and its phase replay."""
+    policy: str,
+    workload: Workload,
+    setup: RunSetup,
+    repeat: int,
+    bandwidth: float,
+    say: Callable[[str], None],
+    logs: Path | None = None,
+    device: Device | None = None,
+) -> tuple[PolicyValidation, list[JobCheck]]:
+    """``repeat`` runs of ``workload`` under ``policy`` and its phase replay; under darshan-runtime, each run's logs
+    in ``logs / "<policy>-<repetition>"`` and their checks, the trace replay on ``device``."""
     from ..replay import replay_phases
+    from ._log_check import check_run
     from ._timestamps import measured_metrics
 
     simulated_policy = SIMULATED_POLICY.get(policy, policy)
     simulated = replay_phases(workload, simulated_policy).metrics
     measured: dict[str, list[float | None]] = {metric: [] for metric in METRICS}
+    checks: list[JobCheck] = []
     for r in range(repeat):
-        run = _run_policy(policy, workload, setup, bandwidth)
+        run_logs = None if logs is None else logs / f"{policy}-{r + 1}"
+        run = _run_policy(policy, workload, setup, bandwidth, run_logs)
         for job, text in run.messages.items():
             say(f"{policy} run {r + 1}: job {job}: {text}")
+        if run_logs is not None and device is not None:
+            found = check_run(
+                run_logs, workload.ids, policy=policy, repetition=r + 1, bandwidth=bandwidth, device=device
+            )
+            checks += found
+            say(f"{policy} run {r + 1}: the Darshan logs of {len(found)} jobs analyzed and replayed")
         metrics = measured_metrics(workload, run.times)
         for metric, value in metrics.values().items():
             measured[metric].append(value)
         shown = ", ".join(f"{m} {_shown(v)}" for m, v in metrics.values().items())
         say(f"{policy} run {r + 1}/{repeat}: {shown}")
-    return PolicyValidation(policy, simulated_policy, measured, simulated)
+    return PolicyValidation(policy, simulated_policy, measured, simulated), checks
 
 
-def _run_policy(policy: str, workload: Workload, setup: RunSetup, bandwidth: float) -> Run:
-    """One run under ``policy``: alone for ``system``, else through a fresh arbiter."""
+def _run_policy(policy: str, workload: Workload, setup: RunSetup, bandwidth: float, logs: Path | None) -> Run:
+    """One run under ``policy``: alone for ``system``, else through a fresh arbiter; Darshan logs in ``logs``."""
     from ._disk import run_bytes
     from ._run import run_workload
 
@@ -332,7 +408,7 @@ def _run_policy(policy: str, workload: Workload, setup: RunSetup, bandwidth: flo
     largest = run_bytes(workload.io_bytes, workload.phase_job, workload.n_jobs, setup.processes)
     bound = end + 60.0 + 4 * largest / bandwidth + 2 * CLIENT_TIMEOUT  # a last phase each, all in turn
     if policy == "system":
-        return run_workload(workload, setup, bound=bound, stop=end)
+        return run_workload(workload, setup, bound=bound, stop=end, logs=logs)
     from ..replay import assign_policy
     from ._arbiter import running_arbiter
 
@@ -348,6 +424,7 @@ def _run_policy(policy: str, workload: Workload, setup: RunSetup, bandwidth: flo
             sets=sets,
             priorities=priorities,
             timeout=CLIENT_TIMEOUT,
+            logs=logs,
         )
 
 
