@@ -16,6 +16,7 @@ from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._admission import ARBITER_POLICIES, Admission, Applied
+    from ._assignment import assignment
     from ._client import Client, parse_address
     from ._pacer import Pacer
     from ._serve import Arbiter, ArbiterSummary
@@ -25,6 +26,7 @@ _EXPORTS = {
     "Admission": "._admission",
     "Applied": "._admission",
     "Client": "._client",
+    "assignment": "._assignment",
     "parse_address": "._client",
     "Pacer": "._pacer",
     "Arbiter": "._serve",
