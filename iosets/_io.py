@@ -8,7 +8,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import InputError
 
@@ -126,3 +126,20 @@ def read_frame(path: str | os.PathLike, *, what: str = "table", schema_overrides
     except (pl.exceptions.PolarsError, OSError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(f"{path}: not a readable {what} ({first})") from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in ``path``; InputError naming the file when it cannot be read or parsed."""
+    import json
+
+    path = Path(path)
+    try:
+        return json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except RecursionError:
+        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, integers of more than 4300 digits
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None

@@ -50,6 +50,7 @@ __all__ = [
     "WORKLOAD_PHASES",
     "Column",
     "TableSchema",
+    "columns_table",
     "formats_markdown",
 ]
 
@@ -929,6 +930,18 @@ _WORKLOAD_JSON = """\
 """
 
 
+def columns_table(schema: TableSchema) -> list[str]:
+    """The lines of a Markdown table of ``schema``'s columns: type, required, null, values, meaning."""
+    lines = ["| column | type | required | null | values | meaning |", "|---|---|---|---|---|---|"]
+    for c in schema.columns:
+        expect, doc = (text.replace("|", "\\|") for text in (c.expect, c.doc))  # a | would end the cell
+        lines.append(
+            f"| `{c.name}` | {_type_label(c)} | {'yes' if c.required else 'no'} | "
+            f"{'yes' if c.nullable else 'no'} | {expect or '-'} | {doc} |"
+        )
+    return lines
+
+
 def formats_markdown() -> str:
     """``docs/formats.md``: every table of :data:`SCHEMAS` with its columns (generated; a test keeps it in sync)."""
     lines = [
@@ -941,13 +954,7 @@ def formats_markdown() -> str:
     ]
     for schema in SCHEMAS.values():
         lines += [f"## {schema.name}", "", schema.doc, ""]
-        lines += ["| column | type | required | null | values | meaning |", "|---|---|---|---|---|---|"]
-        for c in schema.columns:
-            lines.append(
-                f"| `{c.name}` | {_type_label(c)} | {'yes' if c.required else 'no'} | "
-                f"{'yes' if c.nullable else 'no'} | {c.expect or '-'} | {c.doc} |"
-            )
-        lines.append("")
+        lines += [*columns_table(schema), ""]
         if schema is WORKLOAD_PHASES:
             lines += [
                 "A small workload is one JSON file; `bandwidth` (bytes/s), `horizon` (s) and `window` "

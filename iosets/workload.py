@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._io import atomic_path
+from ._io import atomic_path, read_json
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -486,14 +486,7 @@ def read_workload(path: str | os.PathLike) -> Workload:
         raise InputError(f"{path}: no such file or folder")
     if path.is_dir():
         return _read_parquet_pair(path)
-    try:
-        data = json.loads(path.read_bytes())
-    except RecursionError:
-        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, integers of more than 4300 digits
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_json(path)
     return Workload.from_dict(data, source=str(path))
 
 

@@ -11,15 +11,6 @@ from __future__ import annotations
 MARKER = "<!-- iosets:schemas -->"
 
 
-def _type(column) -> str:
-    return "any" if column.dtype is None else str(column.dtype).replace("String", "str").lower()
-
-
-def _cell(text: str) -> str:
-    """Text as one Markdown table cell: a ``|`` would end the cell."""
-    return text.replace("|", "\\|")
-
-
 def schema_sections() -> str:
     """One ``###`` section per table of ``iosets.schemas.SCHEMAS``, named as in Python too."""
     from iosets import schemas
@@ -35,12 +26,7 @@ def schema_sections() -> str:
         lines += [f"### {schema.name}", "", schema.doc, ""]
         if names:
             lines += [f"In Python: {names} ({schema.formats}).", ""]
-        lines += ["| column | type | required | null | values | meaning |", "|---|---|---|---|---|---|"]
-        for column in schema.columns:
-            lines.append(
-                f"| `{column.name}` | {_type(column)} | {'yes' if column.required else 'no'} | "
-                f"{'yes' if column.nullable else 'no'} | {_cell(column.expect) or '-'} | {_cell(column.doc)} |"
-            )
+        lines += schemas.columns_table(schema)
         lines.append("")
     return "\n".join(lines)
 

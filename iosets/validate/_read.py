@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import reprlib
@@ -11,6 +10,7 @@ from numbers import Real
 from pathlib import Path
 from typing import Any
 
+from .._io import read_json
 from ..errors import InputError
 from ..workload import Workload
 from ._log_check import DarshanValidation
@@ -74,14 +74,7 @@ def read_validation(path: str | os.PathLike) -> Validation:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if size > MAX_FILE_BYTES:
         raise InputError(f"{path}: {size:,} bytes; a validation file holds at most {MAX_FILE_BYTES:,}")
-    try:
-        data = json.loads(path.read_bytes())
-    except RecursionError:
-        raise InputError(f"{path}: not valid JSON (nested too deeply)") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, integers of more than 4300 digits
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    data = read_json(path)
     return validation_from_dict(data, source=str(path))
 
 
