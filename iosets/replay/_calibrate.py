@@ -148,12 +148,6 @@ def _refine(fit: _Fit, device: Device, names: list[str], scale: float) -> Device
     if not names:
         return device
 
-    def build(x: np.ndarray) -> Device:
-        values: dict[str, Any] = {name: float(value) for name, value in zip(names, x, strict=True)}
-        if "bandwidth" in values:
-            values["bandwidth"] = float(np.exp(values["bandwidth"]))
-        return replace(device, **values)
-
     start, bounds = [], []
     for name in names:
         value = getattr(device, name)
@@ -163,6 +157,17 @@ def _refine(fit: _Fit, device: Device, names: list[str], scale: float) -> Device
         else:
             start.append(value)
             bounds.append((0.0, max(_SPREAD * value, scale)))
+    lower, upper = np.array(bounds).T
+
+    def build(x: np.ndarray) -> Device:
+        # Powell may step a last bit outside its bounds (a seek of -7e-21): the device takes the bound
+        values: dict[str, Any] = {
+            name: float(value) for name, value in zip(names, np.clip(x, lower, upper), strict=True)
+        }
+        if "bandwidth" in values:
+            values["bandwidth"] = float(np.exp(values["bandwidth"]))
+        return replace(device, **values)
+
     best = minimize(
         lambda x: fit.score(build(x)),
         np.array(start),

@@ -118,3 +118,20 @@ def test_fit_error_on_the_shared_logs():
     got = calibrate(site_trace(DARSHAN_LOGS).requests)
     print(f"\nshared logs: {got.device}\n  fit error {got.error} over {got.n_phases} phases, {got.n_requests} requests")
     assert got.n_phases > 0 and all(math.isfinite(value) for value in got.error.values())
+
+
+def test_a_search_that_steps_a_last_bit_below_zero_keeps_the_seek_at_its_bound(monkeypatch):
+    """Powell's bounded search can answer -7e-21 for a bound of 0 (seen on a real validate run): the bound holds."""
+    from scipy.optimize import minimize
+
+    import iosets.replay._calibrate as calibration
+
+    def slightly_below(fun, x0, **options):
+        answer = minimize(fun, x0, **options)
+        answer.x[-1] = -6.776263578034403e-21  # seek, the last parameter searched
+        return answer
+
+    monkeypatch.setattr(calibration, "minimize", slightly_below)
+    site = recorded_on(Device(bandwidth=2e9, overhead=2e-4, seek=0.0, queue_depth=1))
+    got = calibrate(site, fit=("bandwidth", "overhead", "seek"), device=Device(seek=1e-3))
+    assert 0.0 <= got.device.seek < 1e-12  # not an InputError from Device (before: -7e-21 refused), nor negative
