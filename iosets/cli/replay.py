@@ -16,7 +16,7 @@ from ._tables import Column, field, ratio, render_table, shown
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from ..replay import SchedulerComparison
+    from ..replay import Calibration, Device, SchedulerComparison
 
 METRICS_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
@@ -229,43 +229,98 @@ def experiment(
     echo(f"wrote {path}")
 
 
+PARAMETER_COLUMNS = (
+    Column("parameter", field("name"), justify="left"),
+    Column("value", field("value", "{:.6g}")),
+    Column("how", field("how"), justify="left"),
+    Column("evidence", field("evidence")),
+    Column("why", field("reason"), justify="left"),
+)
+"""Each parameter of ``Calibration.parameters``: its value, how it was set and the evidence behind it."""
+
+
 def calibrate(
     site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace from `iosets ingest --site`.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the fitted device (JSON).")] = None,
     fit: Annotated[str, typer.Option(help="Comma-separated device parameters to fit.")] = (
-        "bandwidth,overhead,queue_depth,seek"
+        "bandwidth,overhead,seek,concurrency"
     ),
+    fix: Annotated[
+        list[str] | None,
+        typer.Option(help="Pin a device parameter, NAME=VALUE (repeatable): --fix seek=0 --fix targets=8."),
+    ] = None,
+    device: Annotated[
+        Path | None, typer.Option(help="Device JSON whose values the parameters not fitted keep (site settings).")
+    ] = None,
+    cross_validate: Annotated[
+        bool, typer.Option(help="Also fit on part of the jobs (or phases) and report the error on the others.")
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the device and the fit error as JSON only.")] = False,
 ) -> None:
-    """Fit the device model so that the fcfs closed-loop replay reproduces the site's request and phase durations."""
+    """Fit the device model so that the fcfs closed-loop replay reproduces the site's request and phase durations.
+
+    A parameter is fitted only where the trace holds evidence for it (the table says which and why);
+    the held-out error is that of phases replayed on a device fitted without them.
+    """
     import json
 
     from .._io import atomic_path, check_output, read_frame
     from ..replay import calibrate as calibrate_device
-    from ._parse import parse_names
+    from ..replay import read_device
 
     if output is not None:
         check_output(output, suffixes=(".json",), what="device")
-    result = calibrate_device(read_frame(site_path, what="site trace"), fit=parse_names(fit))
+    base = None if device is None else read_device(device)
+    result = calibrate_device(
+        read_frame(site_path, what="site trace"),
+        fit=parse_names(fit),
+        device=base,
+        fix=parse_pairs(fix, "--fix"),
+        cross_validate=cross_validate,
+    )
     if output is not None:
         with atomic_path(output) as path:
             path.write_text(json.dumps(result.device.to_dict(), indent=2) + "\n", encoding="utf-8")
     if as_json:
         print_json(result.to_dict())
         return
-    device, error = result.device, result.error
-    echo(
-        f"device: bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead {device.overhead * 1e6:.1f} us, "
-        f"seek {device.seek * 1e3:.3f} ms, queue depth {device.queue_depth}",
-        stderr=False,
-    )
-    echo(
-        f"fit error over {result.n_phases} phases: median {error['phase_median']:.2%}, p90 {error['phase_p90']:.2%}; "
-        f"over {result.n_requests} requests: median {error['request_median']:.2%}, p90 {error['request_p90']:.2%}",
-        stderr=False,
-    )
+    show(render_table([vars(p) for p in result.parameters], PARAMETER_COLUMNS, title=f"{site_path}: calibration"))
+    echo(f"device: {describe_device(result.device)}", stderr=False)
+    echo(fit_error_text(result), stderr=False)
     if output is not None:
         echo(f"wrote {output}")
+
+
+def fit_error_text(result: Calibration) -> str:
+    """The in-sample and held-out errors of a calibration, in one paragraph."""
+    error, held = result.error, result.held_out
+    text = (
+        f"fit error over {result.n_phases} phases: median {shown(error['phase_median'], '{:.2%}')}, "
+        f"p90 {shown(error['phase_p90'], '{:.2%}')}; over {result.n_requests} requests: median "
+        f"{shown(error['request_median'], '{:.2%}')}, p90 {shown(error['request_p90'], '{:.2%}')}"
+    )
+    if not held["folds"]:
+        return text + "\nheld-out error: none (one phase: nothing to hold out)"
+    return text + (
+        f"\nheld-out error over {held['n_phases']:.0f} phases ({held['folds']:.0f} folds of {result.held_out_by}): "
+        f"median |replayed / recorded - 1| {shown(held['median'], '{:.2%}')}, p90 {shown(held['p90'], '{:.2%}')}"
+    )
+
+
+def describe_device(device: Device) -> str:
+    """Every parameter of ``device``, with units."""
+    return (
+        f"{device.targets} target(s) of bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead "
+        f"{device.overhead * 1e6:.1f} us, seek {device.seek * 1e3:.3f} ms, concurrency {device.concurrency}, "
+        f"queue depth {device.queue_depth}"
+        + (f", {device.iops:g} IOPS" if device.iops else "")
+        + f"; stripes of {device.stripe_size} B over {device.stripe_count} target(s)"
+        + (
+            f"; client link {device.client_bandwidth / 1e6:.1f} MB/s per node of {device.ranks_per_node} rank(s)"
+            if device.client_bandwidth
+            else "; no client limit"
+        )
+    )
 
 
 TRACE_SCHEDULER_COLUMNS = (

@@ -1,14 +1,19 @@
 """Device calibration: the device under which the fcfs closed-loop replay reproduces a site trace's durations.
 
-A closed-form start (a least-squares line ``duration = overhead + size / bandwidth (+ seek
-when the request does not continue the previous one)`` over the requests that found the
-device idle), refined by a bounded derivative-free search on the median relative error of
-phase durations, each evaluation one C call; the queue depth by trying a few integers.
+Each parameter is fitted only where the trace holds evidence for it (:mod:`._evidence`); the
+others keep a neutral value, the given device's, or a value the caller fixed. A closed-form
+start (a least-squares line ``duration = overhead + size / bandwidth (+ seek)`` over the
+requests that found the device idle) is refined by a bounded derivative-free search on the
+median relative error of phase durations, each evaluation one C call; the concurrency by a
+coarse then fine search over integers. Cross-validation fits again on part of the jobs (or
+phases, for one job) and reports the error on the others.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -18,17 +23,44 @@ from scipy.optimize import minimize
 from ..errors import InputError
 from ._closed import _build, _Chains, _run
 from ._device import Device
+from ._evidence import MIN_EVIDENCE, TraceEvidence, between, concurrency_candidates, found_idle, trace_evidence
 from ._requests import _scheduler_params
 from ._trace import RequestArrays
 
-FIT_PARAMETERS = ("bandwidth", "overhead", "queue_depth", "seek")
-"""The device parameters :func:`calibrate` can fit."""
+FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency")
+"""The device parameters :func:`calibrate` can fit; the others are site settings (or ``fix``)."""
 
-QUEUE_DEPTHS = (1, 2, 4, 8, 16)
-"""The queue depths :func:`calibrate` tries."""
+FOLDS = 5
+"""Cross-validation folds (fewer when the trace has fewer jobs, or phases for one job)."""
 
-_MAX_EVALUATIONS = 60  # replays of the refinement
+_MAX_EVALUATIONS = 60  # replays of one refinement
+_FOLD_EVALUATIONS = 30  # replays of a fold's refinement, from the full fit
+_COARSE_EVALUATIONS = 20  # replays of the refinement at each concurrency tried
 _SPREAD = 10.0  # the search keeps bandwidth within [start / spread, start * spread]
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One device parameter of a calibration: its value and what set it.
+
+    Attributes
+    ----------
+    name : str
+    value : float
+    how : str
+        ``fitted``, ``fixed`` (by the caller), ``not fitted`` (no evidence: a neutral value) or ``given`` (not
+        fittable: the given device's, a site setting).
+    evidence : int
+        Requests that informed it (0 when fixed or given).
+    reason : str
+        The evidence, or why it was not fitted.
+    """
+
+    name: str
+    value: float
+    how: str
+    evidence: int
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -39,24 +71,37 @@ class Calibration:
     ----------
     device : Device
         The fitted device (``iops`` 0: the bandwidth model).
+    parameters : tuple of Parameter
+        Each fittable parameter, its value and the evidence behind it.
     error : dict of str to float
-        Relative errors of the fcfs replay on ``device``: ``phase_median``, ``phase_p90``
-        (phase durations), ``request_median``, ``request_p90`` (request durations); NaN
-        when the trace has no phase or request of positive recorded duration.
+        In-sample relative errors of the fcfs replay on ``device``: ``phase_median``, ``phase_p90`` (phase
+        durations), ``request_median``, ``request_p90`` (request durations); NaN when the trace has no phase or
+        request of positive recorded duration.
+    held_out : dict of str to float
+        Cross-validation: ``median`` and ``p90`` of the held-out phases' ``|replayed / recorded - 1|`` (each phase
+        replayed on the device fitted without its fold), ``n_phases`` and ``folds``; NaN with 0 folds when there is
+        only one job with one phase.
+    held_out_by : str
+        ``jobs`` (folds of whole jobs) or ``phases`` (one job: folds of its phases).
     n_phases, n_requests : int
         Phases and requests of positive recorded duration the errors are over.
     """
 
     device: Device
+    parameters: tuple[Parameter, ...]
     error: dict[str, float]
+    held_out: dict[str, float]
+    held_out_by: str
     n_phases: int
     n_requests: int
 
     def to_dict(self) -> dict:
-        """The device, the errors and the counts as plain values (``iosets calibrate --json``)."""
+        """The device, each parameter's evidence, the errors and the counts as plain values (``--json``)."""
         return {
             "device": self.device.to_dict(),
+            "parameters": [vars(parameter) for parameter in self.parameters],
             "error": dict(self.error),
+            "held_out": dict(self.held_out) | {"by": self.held_out_by},
             "n_phases": self.n_phases,
             "n_requests": self.n_requests,
         }
@@ -72,7 +117,7 @@ class _Fit:
     phase_duration: np.ndarray  # recorded, per chain phase
 
     def replay(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
-        """Relative errors of request and phase durations (positive recorded ones) of the fcfs replay on ``device``."""
+        """Replayed request and phase durations (engine order, chain phases) of the fcfs replay on ``device``."""
         one = np.ones(self.trace.classes.size)
         got = _run(
             "fcfs",
@@ -86,65 +131,66 @@ class _Fit:
             one * 0,
             _scheduler_params("fcfs", {}),
         )
+        return got[3] - got[1], got[6] - got[5]
+
+    def errors(self, device: Device, phases: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Relative errors of request and phase durations (positive recorded ones; of ``phases`` only if given)."""
+        requests, replayed = self.replay(device)
+        keep = self.phase_duration > 0 if phases is None else phases & (self.phase_duration > 0)
         return (
-            _relative(got[3] - got[1], self.request_duration),
-            _relative(got[6] - got[5], self.phase_duration),
+            _relative(requests, self.request_duration, self.request_duration > 0),
+            _relative(replayed, self.phase_duration, keep),
         )
 
-    def score(self, device: Device) -> float:
-        """The refinement's objective: median relative phase-duration error (request error without phases)."""
-        requests, phases = self.replay(device)
-        errors = phases if phases.size else requests
-        return float(np.median(errors))
+    def score(self, device: Device, phases: np.ndarray | None = None) -> float:
+        """The search's objective: median relative phase-duration error (request error without phases)."""
+        requests, phase_errors = self.errors(device, phases)
+        errors = phase_errors if phase_errors.size else requests
+        return float(np.median(errors)) if errors.size else 0.0
 
 
-def _relative(replayed: np.ndarray, recorded: np.ndarray) -> np.ndarray:
-    """|replayed - recorded| / recorded where recorded > 0."""
-    keep = recorded > 0
+def _relative(replayed: np.ndarray, recorded: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """|replayed - recorded| / recorded where ``keep``."""
     return np.abs(replayed[keep] - recorded[keep]) / recorded[keep]
 
 
-def _closed_form(trace: RequestArrays, start: np.ndarray, end: np.ndarray, fit: tuple[str, ...]) -> dict[str, float]:
+def _closed_form(
+    trace: RequestArrays, start: np.ndarray, end: np.ndarray, evidence: TraceEvidence, fit: set[str]
+) -> dict[str, float]:
     """Bandwidth, overhead and seek from a least-squares line over the requests that found the device idle.
 
-    Requests are in recorded start order. One found the device idle when it started no
-    earlier than every earlier request ended and shares its start with no other. Without
-    two such requests of different sizes, all requests are used. A non-positive slope
-    falls back on bandwidth = bytes / time of the requests of at least median size.
+    Without two such requests of different sizes, all requests are used. A parameter without evidence (or not
+    to fit) is left out of the line (0). A non-positive slope falls back on bandwidth = bytes / time of the
+    requests of at least median size.
     """
+    idle = found_idle(start, end)
     duration = end - start
-    previous_end = np.maximum.accumulate(np.r_[-np.inf, end[:-1]])
-    unique_start = np.r_[True, start[1:] != start[:-1]] & np.r_[start[:-1] != start[1:], True]
-    idle = (start >= previous_end) & unique_start & (duration > 0)
     if np.unique(trace.size[idle]).size < 2:
         idle = duration > 0
-    if not idle.any():
-        raise InputError("site ops: no request has a positive duration (end > start): nothing to calibrate on")
     size, duration = trace.size[idle], duration[idle]
     continues = np.r_[
         False, (trace.stream[1:] == trace.stream[:-1]) & (trace.offset[1:] == trace.offset[:-1] + trace.size[:-1])
     ]
-    columns = [np.ones(size.size), size]
+    with_overhead = "overhead" in fit and evidence.overhead.usable
     jumps = (~continues[idle]).astype(np.float64)
-    with_seek = "seek" in fit and 0 < jumps.sum() < jumps.size
-    if with_seek:
-        columns.append(jumps)
-    coef = np.linalg.lstsq(np.column_stack(columns), duration, rcond=None)[0]
-    if coef[1] > 0:
-        bandwidth = 1.0 / coef[1]
+    with_seek = "seek" in fit and evidence.seek.usable and 0 < jumps.sum() < jumps.size
+    columns = [size] + ([np.ones(size.size)] if with_overhead else []) + ([jumps] if with_seek else [])
+    coef = list(np.linalg.lstsq(np.column_stack(columns), duration, rcond=None)[0])
+    slope = coef.pop(0)
+    if slope > 0:
+        bandwidth = 1.0 / slope
     else:
         big = size >= np.median(size)
         bandwidth = float(size[big].sum() / duration[big].sum())
-    overhead = float(np.median(duration - size / bandwidth)) if coef[1] <= 0 else float(coef[0])
-    return {
-        "bandwidth": float(bandwidth),
-        "overhead": max(overhead, 0.0),
-        "seek": max(float(coef[2]), 0.0) if with_seek else 0.0,
-    }
+    overhead = max(float(coef.pop(0)), 0.0) if with_overhead else 0.0
+    seek = max(float(coef.pop(0)), 0.0) if with_seek else 0.0
+    return {"bandwidth": float(bandwidth), "overhead": overhead if slope > 0 else 0.0, "seek": seek}
 
 
-def _refine(fit: _Fit, device: Device, names: list[str], scale: float) -> Device:
-    """``device`` with ``names`` moved by a bounded Powell search on :meth:`_Fit.score`; kept only if it helps."""
+def _refine(
+    score: Callable[[Device], float], device: Device, names: list[str], scale: float, evaluations: int
+) -> Device:
+    """``device`` with ``names`` moved by a bounded Powell search on ``score``; kept only if it helps."""
     if not names:
         return device
 
@@ -169,67 +215,203 @@ def _refine(fit: _Fit, device: Device, names: list[str], scale: float) -> Device
         return replace(device, **values)
 
     best = minimize(
-        lambda x: fit.score(build(x)),
+        lambda x: score(build(x)),
         np.array(start),
         method="Powell",
         bounds=bounds,
-        options={"maxfev": _MAX_EVALUATIONS, "xtol": 1e-4, "ftol": 1e-6},
+        options={"maxfev": evaluations, "xtol": 1e-4, "ftol": 1e-6},
     )
     refined = build(best.x)
-    return refined if fit.score(refined) < fit.score(device) else device
+    return refined if score(refined) < score(device) else device
 
 
-def calibrate(site_requests: pl.DataFrame, *, fit=FIT_PARAMETERS, device: Device | None = None) -> Calibration:
+def _with_concurrency(device: Device, concurrency: int) -> Device:
+    """``device`` serving ``concurrency`` units at once (its queue depth at least as deep, or they could not)."""
+    return replace(device, concurrency=concurrency, queue_depth=max(device.queue_depth, concurrency))
+
+
+def _fit_concurrency(
+    score: Callable[[Device], float], device: Device, names: list[str], scale: float, most: int
+) -> Device:
+    """The concurrency (1 to ``most``) whose refined device scores best: powers of two, then the integers around
+    the best of them."""
+    tried: dict[int, tuple[float, Device]] = {}
+
+    def attempt(concurrency: int) -> None:
+        if concurrency not in tried:
+            refined = _refine(score, _with_concurrency(device, concurrency), names, scale, _COARSE_EVALUATIONS)
+            tried[concurrency] = (score(refined), refined)
+
+    coarse = concurrency_candidates(most)
+    for concurrency in coarse:
+        attempt(concurrency)
+    best = min(tried, key=lambda c: (tried[c][0], c))
+    at = coarse.index(best)
+    for concurrency in between(coarse[max(at - 1, 0)], coarse[min(at + 1, len(coarse) - 1)]):
+        attempt(concurrency)
+    best = min(tried, key=lambda c: (tried[c][0], c))
+    return tried[best][1]
+
+
+def _fit(
+    fit: _Fit,
+    base: Device,
+    names: list[str],
+    fit_concurrency: bool,
+    most: int,
+    phases: np.ndarray | None = None,
+    evaluations: int = _MAX_EVALUATIONS,
+) -> Device:
+    """``base`` with ``names`` (and the concurrency when asked) fitted to the phases ``phases`` (all when None)."""
+    scale = float(np.median(fit.request_duration))
+
+    def score(device: Device) -> float:
+        return fit.score(device, phases)
+
+    device = _fit_concurrency(score, base, names, scale, most) if fit_concurrency else base
+    return _refine(score, device, names, scale, evaluations)
+
+
+def _folds(phase_job: np.ndarray, positive: np.ndarray) -> tuple[str, np.ndarray, int]:
+    """Each phase's fold: by job when there are several jobs, else by phase; (by, fold per phase, folds)."""
+    n_jobs = int(phase_job.max(initial=-1)) + 1
+    if n_jobs >= 2:
+        folds = min(FOLDS, n_jobs)
+        return "jobs", phase_job % folds, folds
+    order = np.cumsum(positive) - 1  # the positive phases dealt in turn
+    folds = min(FOLDS, int(positive.sum()))
+    return "phases", np.where(positive, order % max(folds, 1), -1), folds if folds >= 2 else 0
+
+
+def _cross_validate(
+    fit: _Fit, device: Device, names: list[str], phase_job: np.ndarray
+) -> tuple[str, dict[str, float]]:
+    """Held-out errors: each fold's phases replayed on the device fitted (from ``device``) on the other folds.
+
+    The concurrency stays the full fit's (an integer chosen among few); bandwidth, overhead and seek are fitted
+    again per fold.
+    """
+    positive = fit.phase_duration > 0
+    by, fold, folds = _folds(phase_job, positive)
+    held: list[np.ndarray] = []
+    for k in range(folds):
+        train, test = positive & (fold != k), positive & (fold == k)
+        if not train.any() or not test.any():
+            continue
+        fitted = _fit(fit, device, names, False, 1, train, _FOLD_EVALUATIONS)
+        _, replayed = fit.replay(fitted)
+        held.append(np.abs(replayed[test] / fit.phase_duration[test] - 1.0))
+    errors = np.concatenate(held) if held else np.empty(0)
+    return by, {
+        "median": _quantile(errors, 0.5),
+        "p90": _quantile(errors, 0.9),
+        "n_phases": float(errors.size),
+        "folds": float(len(held)),
+    }
+
+
+def _parameters(
+    device: Device, evidence: TraceEvidence, fit: set[str], fixed: Mapping[str, float]
+) -> tuple[Parameter, ...]:
+    """Each fittable parameter's value and what set it."""
+    rows = []
+    for name in FIT_PARAMETERS:
+        value = float(getattr(device, name))
+        if name in fixed:
+            rows.append(Parameter(name, value, "fixed", 0, f"--fix {name}={fixed[name]:g}"))
+        elif name not in fit:
+            rows.append(Parameter(name, value, "given", 0, "not asked to fit: the given device's value"))
+        else:
+            proof = evidence.of(name)
+            rows.append(Parameter(name, value, "fitted" if proof.usable else "not fitted", proof.count, proof.reason))
+    return tuple(rows)
+
+
+def calibrate(
+    site_requests: pl.DataFrame,
+    *,
+    fit=FIT_PARAMETERS,
+    device: Device | None = None,
+    fix: Mapping[str, float] | None = None,
+    cross_validate: bool = True,
+) -> Calibration:
     """Fit the device so that the fcfs closed-loop replay reproduces the recorded request and phase durations.
+
+    Give the trace of the runs to fit on: jobs that ran alone, jobs that ran together (their recorded overlap
+    is replayed: the concurrency and the bandwidth shared), or both. A parameter is fitted only with evidence
+    for it (:mod:`iosets.replay._evidence`: e.g. no seek from a trace whose only jumps are phase starts);
+    without, it takes 0 (1 for the concurrency) and :attr:`Calibration.parameters` says why.
 
     Parameters
     ----------
     site_requests : polars.DataFrame
         A site trace (:data:`iosets.schemas.SITE_REQUESTS`) with every request's ``end``.
     fit : sequence of str, default=FIT_PARAMETERS
-        The parameters to fit, among ``bandwidth``, ``overhead``, ``queue_depth`` and ``seek``;
-        the others keep ``device``'s values.
+        The parameters to fit, among :data:`FIT_PARAMETERS`; the others keep ``device``'s values.
     device : Device, default=None
-        Values of the parameters not fitted; ``Device()`` when None.
+        Values of the parameters not fitted (the site settings: targets, striping, client link); ``Device()``
+        when None.
+    fix : mapping of str to float, default=None
+        Parameters pinned to a value (any :class:`Device` field, e.g. ``{"seek": 0}``): never fitted.
+    cross_validate : bool, default=True
+        Also fit on part of the jobs (or phases) and report the error on the others (:attr:`Calibration.held_out`).
 
     Returns
     -------
     Calibration
-        The fitted device and the median and p90 relative errors of phase and request durations.
 
     Examples
     --------
     >>> ops = pl.DataFrame({"job_id": ["a"] * 3, "rank": [0] * 3, "op": ["write"] * 3, "offset": [0, 10**6, 3 * 10**6],
     ...     "size": [10**6, 2 * 10**6, 10**6], "start": [0.0, 1.001, 5.0], "end": [0.001, 1.003, 5.001],
     ...     "file": ["f"] * 3, "phase": [0, 0, 1], "synthetic": [False] * 3})
-    >>> round(calibrate(ops, fit=("bandwidth", "overhead")).device.bandwidth)
-    1000000000
+    >>> got = calibrate(ops, fit=("bandwidth",))
+    >>> round(got.device.bandwidth), got.parameters[2].how
+    (1000000000, 'given')
     """
     fit = tuple(fit)
     unknown = sorted(set(fit) - set(FIT_PARAMETERS))
     if unknown:
         raise InputError(f"fit: unknown device parameters {unknown}; expected some of {', '.join(FIT_PARAMETERS)}")
+    fixed = dict(fix or {})
+    known = {f.name for f in fields(Device)}
+    strange = sorted(set(fixed) - known)
+    if strange:
+        raise InputError(f"fix: unknown device parameters {strange}; expected some of {', '.join(sorted(known))}")
+    base = Device.from_dict({**(device or Device()).to_dict(), "iops": 0.0, **fixed}, source="fix")
     trace, chains, phases, keys = _build(site_requests, None)
     start, end = keys["start"].to_numpy(), keys["end"].to_numpy()
+    if not (end > start).any():
+        raise InputError("site ops: no request has a positive duration (end > start): nothing to calibrate on")
     recorded = _Fit(trace, chains, end - start, (phases["recorded_end"] - phases["recorded_start"]).to_numpy())
-    base = replace(device or Device(), iops=0.0)
-    estimate = _closed_form(trace, start, end, fit)
-    fitted: dict[str, Any] = {name: value for name, value in estimate.items() if name in fit}
-    current = replace(base, **fitted)
-    if "queue_depth" in fit:
-        scores = {depth: recorded.score(replace(current, queue_depth=depth)) for depth in QUEUE_DEPTHS}
-        current = replace(current, queue_depth=min(scores, key=lambda depth: (scores[depth], depth)))
-    names = [name for name in ("bandwidth", "overhead", "seek") if name in fit]
-    current = _refine(recorded, current, names, float(np.median(recorded.request_duration)))
-    requests, phase_errors = recorded.replay(current)
+    evidence = trace_evidence(start, end, trace.size, trace.stream, trace.offset, trace.phase)
+    wanted = set(fit) - set(fixed)
+    usable = {name for name in wanted if evidence.of(name).usable}
+    neutral = {name: 0.0 for name in ("overhead", "seek") if name in wanted - usable}
+    estimate = _closed_form(trace, start, end, evidence, usable)
+    start_device = replace(base, **neutral, **{name: estimate[name] for name in ("bandwidth", "overhead", "seek")
+                                                if name in usable})
+    if "concurrency" in wanted - usable:
+        start_device = _with_concurrency(start_device, 1)
+    names = [name for name in ("bandwidth", "overhead", "seek") if name in usable]
+    current = _fit(recorded, start_device, names, "concurrency" in usable, evidence.max_in_flight)
+    requests, phase_errors = recorded.errors(current)
+    by, held_out = (
+        _cross_validate(recorded, current, names, chains.job)
+        if cross_validate
+        else ("jobs", {"median": math.nan, "p90": math.nan, "n_phases": 0.0, "folds": 0.0})
+    )
     return Calibration(
         device=current,
+        parameters=_parameters(current, evidence, set(fit), fixed),
         error={
             "phase_median": _quantile(phase_errors, 0.5),
             "phase_p90": _quantile(phase_errors, 0.9),
             "request_median": _quantile(requests, 0.5),
             "request_p90": _quantile(requests, 0.9),
         },
+        held_out=held_out,
+        held_out_by=by,
         n_phases=int(phase_errors.size),
         n_requests=int(requests.size),
     )
@@ -238,3 +420,5 @@ def calibrate(site_requests: pl.DataFrame, *, fit=FIT_PARAMETERS, device: Device
 def _quantile(values: np.ndarray, q: float) -> float:
     """The q-quantile, NaN for no values."""
     return float(np.quantile(values, q)) if values.size else float("nan")
+
+
