@@ -20,6 +20,7 @@ from ..schemas import (
 )
 from ._closed import TraceReplay, replay_trace
 from ._device import Device
+from ._model_check import ModelCheck, model_check
 from ._requests import SCHEDULERS
 from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
 
@@ -62,6 +63,16 @@ class SchedulerComparison(Tables):
     jobs: pl.DataFrame
     phases: pl.DataFrame
     shares: pl.DataFrame
+
+    @property
+    def model_check(self) -> ModelCheck:
+        """Each job replayed alone against its recorded runtime (:func:`model_check`).
+
+        The alone replay is the same under every scheduler (fcfs, each job on its own device): the first
+        scheduler's rows are checked.
+        """
+        first = self.jobs["scheduler"].first() if self.jobs.height else None
+        return model_check(self.jobs.filter(pl.col("scheduler") == first))
 
 
 def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
@@ -238,7 +249,8 @@ def compare_schedulers(
     -------
     SchedulerComparison
         Per scheduler (window metrics), per job and scheduler, per phase and scheduler, and per scheduler and set
-        (bytes moved in the window and their share), each validated by its schema.
+        (bytes moved in the window and their share), each validated by its schema; its ``model_check`` says
+        how far each job's replayed-alone runtime is from its recorded one.
 
     Examples
     --------
