@@ -237,7 +237,8 @@ def compare_schedulers(
     schedulers : sequence of str
         Schedulers of :data:`SCHEDULERS`, each replayed once.
     device : Device, default=None
-        Device model; ``Device()`` when None.
+        Device model; ``Device()`` when None, with a warning: a default device predicts nothing about a
+        site's storage (fit one with :func:`calibrate`).
     window : (float, float), default=None
         Window of the scheduler metrics; each replay's whole span when None.
     site_jobs : polars.DataFrame, default=None
@@ -274,6 +275,13 @@ def compare_schedulers(
     if not isinstance(site_requests, pl.DataFrame) or "job_id" not in site_requests.columns:
         raise InputError("site ops: expected a polars DataFrame with a job_id column")
     job_sets, rec_sets, per_set = _job_sets(site_requests, rec)
+    if device is None:
+        warnings.warn(
+            "no device given: replaying on the default Device(), which knows nothing of this site's storage; "
+            "fit one on the trace with iosets.replay.calibrate(site_requests)",
+            UserWarning,
+            stacklevel=2,
+        )
     scheduler_rows, jobs, phases, shares = [], [], [], []
     for scheduler in schedulers:
         result = _replay(site_requests, scheduler, job_sets, per_set, device)

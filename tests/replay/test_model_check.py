@@ -156,6 +156,13 @@ def test_a_table_written_before_the_ratio_existed_is_still_checked(tmp_path):
     assert back.model_check.to_dict() == got.model_check.to_dict()  # recomputed from the runtimes
 
 
+def test_no_device_warns_and_names_calibrate():
+    with pytest.warns(UserWarning, match=r"no device given: .*iosets\.replay\.calibrate\(site_requests\)"):
+        got = compare_schedulers(site(), recommendation(), ["fcfs"])
+    # the library behaviour is kept: the default device
+    assert got.jobs.equals(compare_schedulers(site(), recommendation(), ["fcfs"], device=Device()).jobs)
+
+
 @pytest.mark.parametrize(
     ("jobs", "threshold", "message"),
     [
