@@ -14,60 +14,14 @@ from iosets.replay import (
 )
 from iosets.replay._model_check import UNTRUSTED
 
-MB = 1_000_000
-DEVICE = Device(bandwidth=1e6, overhead=0.0, seek=0.0)  # 1 MB takes 1 s, nothing else costs
+
+def replayed(known):
+    """The per-job table of the AloneKnown trace (tests/conftest.py) replayed on its device."""
+    return replay_trace(known.site, device=known.device).jobs
 
 
-def site() -> pl.DataFrame:
-    """Five jobs, each alone on a device serving 1 MB/s: its replayed-alone runtime is its bytes in MB (s).
-
-    a: two 1 MB requests recorded [0, 1], [1, 2] -> alone 2 s, recorded 2 s, ratio 1
-    b: one 1 MB request recorded [0, 2] (the storage was slower) -> alone 1 s, ratio 0.5
-    c: one 2 MB request recorded [10, 11] -> alone 2 s, ratio 2
-    d: one 5 MB request recorded [20, 24] -> alone 5 s, ratio 1.25
-    e: one 1 MB request recorded at one date, 30 -> recorded 0 s: no ratio
-    """
-    rows = [
-        ("a", 0, MB, 0.0, 1.0),
-        ("a", MB, MB, 1.0, 2.0),
-        ("b", 0, MB, 0.0, 2.0),
-        ("c", 0, 2 * MB, 10.0, 11.0),
-        ("d", 0, 5 * MB, 20.0, 24.0),
-        ("e", 0, MB, 30.0, 30.0),
-    ]
-    return pl.DataFrame(
-        {
-            "job_id": [r[0] for r in rows],
-            "rank": 0,
-            "op": "write",
-            "offset": [r[1] for r in rows],
-            "size": [r[2] for r in rows],
-            "start": [r[3] for r in rows],
-            "end": [r[4] for r in rows],
-            "file": [f"{r[0]}.dat" for r in rows],
-            "phase": 0,
-            "synthetic": False,
-        }
-    )
-
-
-def recommendation(job_ids=("a", "b", "c", "d", "e")) -> pl.DataFrame:
-    return pl.DataFrame(
-        {
-            "job_id": list(job_ids),
-            "set": 0,
-            "priority": 1.0,
-            "wfq_weight": MB,
-            "rbfq_reservation": None,
-            "rbfq_weight": 1.0,
-            "rbfq_limit": None,
-        },
-        schema_overrides={"rbfq_reservation": pl.Float64, "rbfq_limit": pl.Float64},
-    )
-
-
-def test_the_jobs_table_has_each_jobs_alone_ratio():
-    jobs = replay_trace(site(), device=DEVICE).jobs
+def test_the_jobs_table_has_each_jobs_alone_ratio(alone_known):
+    jobs = replayed(alone_known)
     assert jobs.select("job_id", "recorded_runtime", "alone_runtime", "alone_ratio").rows() == [
         ("a", 2.0, 2.0, 1.0),
         ("b", 2.0, 1.0, 0.5),
@@ -77,8 +31,8 @@ def test_the_jobs_table_has_each_jobs_alone_ratio():
     ]
 
 
-def test_median_p90_and_verdict_by_hand():
-    check = model_check(replay_trace(site(), device=DEVICE).jobs)
+def test_median_p90_and_verdict_by_hand(alone_known):
+    check = model_check(replayed(alone_known))
     # |ratio - 1| of a, d, b, c: 0, 0.25, 0.5, 1 (e has none); p90 at rank 0.9 * 3 = 2.7: 0.5 + 0.7 * 0.5
     assert (check.n_jobs, check.median) == (4, 0.375)
     assert check.p90 == pytest.approx(0.85, rel=1e-12)
@@ -90,9 +44,9 @@ def test_median_p90_and_verdict_by_hand():
     assert check.jobs["job_id"].to_list() == ["a", "b", "c", "d", "e"]  # every job, e with a null ratio
 
 
-def test_a_replay_within_the_threshold_is_trusted_up_to_the_threshold_itself():
+def test_a_replay_within_the_threshold_is_trusted_up_to_the_threshold_itself(alone_known):
     ratios = {"a": 1.0, "d": 1.25}  # p90 of 0 and 0.25: 0.225
-    jobs = replay_trace(site(), device=DEVICE).jobs.filter(pl.col("job_id").is_in(list(ratios)))
+    jobs = replayed(alone_known).filter(pl.col("job_id").is_in(list(ratios)))
     check = model_check(jobs)
     assert (check.median, check.p90, check.trusted, check.warning) == (0.125, pytest.approx(0.225), True, None)
     at_the_threshold = model_check(jobs.filter(job_id="d"))  # p90 0.25 exactly: not above it
@@ -101,17 +55,17 @@ def test_a_replay_within_the_threshold_is_trusted_up_to_the_threshold_itself():
     assert not stricter.trusted and stricter.warning.endswith(UNTRUSTED)
 
 
-def test_no_job_with_a_recorded_runtime_cannot_be_checked_and_says_so():
-    check = model_check(replay_trace(site().filter(job_id="e"), device=DEVICE).jobs)
+def test_no_job_with_a_recorded_runtime_cannot_be_checked_and_says_so(alone_known):
+    check = model_check(replay_trace(alone_known.site.filter(job_id="e"), device=alone_known.device).jobs)
     assert (check.n_jobs, check.median, check.p90, check.trusted) == (0, None, None, False)
     assert check.warning.startswith("no job has a recorded runtime above 0: the model cannot be checked")
 
 
-def test_the_comparison_checks_one_schedulers_rows_and_they_are_equal_under_each():
-    got = compare_schedulers(site(), recommendation(), ["fcfs", "wfq"], device=DEVICE)
+def test_the_comparison_checks_one_schedulers_rows_and_they_are_equal_under_each(alone_known):
+    got = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs", "wfq"], device=alone_known.device)
     ratios = got.jobs.pivot(on="scheduler", index="job_id", values="alone_ratio")
     assert ratios["fcfs"].to_list() == ratios["wfq"].to_list() == [1.0, 0.5, 2.0, 1.25, None]
-    assert got.model_check.to_dict() == model_check(replay_trace(site(), device=DEVICE).jobs).to_dict()
+    assert got.model_check.to_dict() == model_check(replayed(alone_known)).to_dict()
     assert got.model_check.to_dict()["jobs"][1] == {
         "job_id": "b",
         "recorded_runtime": 2.0,
@@ -120,11 +74,11 @@ def test_the_comparison_checks_one_schedulers_rows_and_they_are_equal_under_each
     }
 
 
-def test_compute_before_the_first_request_counts_in_neither_runtime():
+def test_compute_before_the_first_request_counts_in_neither_runtime(alone_known):
     # the site's jobs table says a and c started 5 s before their first request: no trace holds those 5 s
     starts = pl.DataFrame({"job_id": ["a", "c"], "start": [-5.0, 5.0]})
-    got = compare_schedulers(site(), recommendation(), ["fcfs"], device=DEVICE, site_jobs=starts)
-    plain = compare_schedulers(site(), recommendation(), ["fcfs"], device=DEVICE)
+    got = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs"], device=alone_known.device, site_jobs=starts)
+    plain = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs"], device=alone_known.device)
     assert got.jobs.select("job_id", "recorded_runtime", "alone_runtime", "alone_ratio").equals(
         plain.jobs.select("job_id", "recorded_runtime", "alone_runtime", "alone_ratio")
     )
@@ -139,16 +93,16 @@ def test_compute_before_the_first_request_counts_in_neither_runtime():
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv"])
-def test_the_ratio_survives_a_write_and_a_read(tmp_path, suffix):
-    got = compare_schedulers(site(), recommendation(), ["fcfs", "iosets-wfq"], device=DEVICE)
+def test_the_ratio_survives_a_write_and_a_read(alone_known, tmp_path, suffix):
+    got = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs", "iosets-wfq"], device=alone_known.device)
     got.write(tmp_path / f"perjob{suffix}")
     back = SchedulerComparison.read(tmp_path / f"perjob{suffix}")
     assert back.jobs.equals(got.jobs)
     assert back.model_check.to_dict() == got.model_check.to_dict()
 
 
-def test_a_table_written_before_the_ratio_existed_is_still_checked(tmp_path):
-    got = compare_schedulers(site(), recommendation(), ["fcfs"], device=DEVICE)
+def test_a_table_written_before_the_ratio_existed_is_still_checked(alone_known, tmp_path):
+    got = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs"], device=alone_known.device)
     got.write(tmp_path / "perjob.parquet")
     got.jobs.drop("alone_ratio").write_parquet(tmp_path / "perjob.parquet")
     back = SchedulerComparison.read(tmp_path / "perjob.parquet")
@@ -156,11 +110,11 @@ def test_a_table_written_before_the_ratio_existed_is_still_checked(tmp_path):
     assert back.model_check.to_dict() == got.model_check.to_dict()  # recomputed from the runtimes
 
 
-def test_no_device_warns_and_names_calibrate():
+def test_no_device_warns_and_names_calibrate(alone_known):
     with pytest.warns(UserWarning, match=r"no device given: .*iosets\.replay\.calibrate\(site_requests\)"):
-        got = compare_schedulers(site(), recommendation(), ["fcfs"])
+        got = compare_schedulers(alone_known.site, alone_known.rec, ["fcfs"])
     # the library behaviour is kept: the default device
-    assert got.jobs.equals(compare_schedulers(site(), recommendation(), ["fcfs"], device=Device()).jobs)
+    assert got.jobs.equals(compare_schedulers(alone_known.site, alone_known.rec, ["fcfs"], device=Device()).jobs)
 
 
 @pytest.mark.parametrize(
