@@ -798,11 +798,12 @@ TRACE_REPLAY_JOBS = TableSchema(
             pl.Float64,
             "The model check: alone_runtime / recorded_runtime, both from the job's first request (compute before "
             "it is in no trace); near 1 when the device model reproduces the job alone. Null when "
-            "recorded_runtime is 0; absent from tables written before it existed.",
+            "recorded_runtime is 0; absent from tables written before it existed (the model check recomputes it).",
             required=False,
             nullable=True,
             check=pl.col("alone_ratio") >= 0,
             expect=">= 0",
+            filled=False,
         ),
         Column("stretch", pl.Float64, "runtime / alone_runtime.", nullable=True),
         Column("io_slowdown", pl.Float64, "Time in I/O phases / the same alone.", nullable=True),
