@@ -62,6 +62,7 @@ def test_the_report_shows_the_stored_jobs_with_their_sets(app, client, builds):
         "overview",
         "recommendation",
         "scheduler",
+        "model-check",
         "timelines",
         "requests",
         "validation",
