@@ -58,7 +58,7 @@ def model_check_section(inputs: ReportInputs) -> Section:
             reading="This section checks that the trace replay's device model reproduces each job alone, before "
             "its contention predictions are read; it needs a trace replay.",
             missing=f"No trace replay given. Run `{REPLAY_COMMAND}` and give `--replay perjob.parquet` to "
-            "`iosets report`.",
+            '`iosets report` (to `iosets serve`: `replay = "perjob.parquet"` in its `[service]` table).',
         )
     first = jobs["scheduler"].first() if jobs.height else None
     check = model_check(jobs.filter(pl.col("scheduler") == first))
