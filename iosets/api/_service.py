@@ -121,7 +121,7 @@ class Service:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._report: tuple[tuple[int, int], str] | None = None  # (job count, policy version) -> the page
+        self._report: tuple[tuple[Any, ...], str] | None = None  # (job count, policy version, replay files) -> page
         self._report_lock = threading.Lock()
         self.metrics.watch_estimate(lambda: None if self._state is None else self._state.fitted_at)
 

@@ -339,9 +339,9 @@ def _trace_device(path: Path | None, site_requests: pl.DataFrame, site_path: Pat
         return read_device(path), "file"
     try:
         fitted = calibrate(site_requests)
-    except InputError as error:
+    except InputError as reason:
         raise InputError(
-            f"no --device, and {site_path} cannot be calibrated on: {error}; "
+            f"no --device, and {site_path} cannot be calibrated on: {reason}; "
             "give --device DEVICE.json (`iosets calibrate SITE -o DEVICE.json` on another trace of the storage)"
         ) from None
     error = fitted.error

@@ -60,7 +60,7 @@ def model_check_section(inputs: ReportInputs) -> Section:
             missing=f"No trace replay given. Run `{REPLAY_COMMAND}` and give `--replay perjob.parquet` to "
             '`iosets report` (to `iosets serve`: `replay = "perjob.parquet"` in its `[service]` table).',
         )
-    first = jobs["scheduler"].first() if jobs.height else None
+    first = str(jobs["scheduler"][0]) if jobs.height else None
     check = model_check(jobs.filter(pl.col("scheduler") == first))
     figure = _ratio_figure(check)
     return Section(
