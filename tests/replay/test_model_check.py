@@ -143,3 +143,18 @@ def test_no_device_warns_and_names_calibrate(alone_known):
 def test_bad_input_is_refused_by_name(jobs, threshold, message):
     with pytest.raises(InputError, match=message):
         model_check(jobs, threshold=threshold)
+
+
+def test_a_site_replayed_on_the_device_it_was_made_on_reproduces_every_job():
+    from iosets.datasets import make_iosets_workload, workload_site_requests
+
+    # jobs compute before their first request (their release to their first I/O): in neither runtime
+    workload = make_iosets_workload([(3, 40.0, 5.0), (2, 300.0, 30.0)], horizon=2000.0, random_state=0)
+    site = workload_site_requests(workload, request_size=50_000_000)
+    device = Device(bandwidth=workload.bandwidth, overhead=0.0, seek=0.0)
+    starts = pl.DataFrame({"job_id": workload.ids, "start": workload.release})
+    rec = pl.DataFrame({"job_id": workload.ids, "set": 0, "priority": 1.0, "wfq_weight": 1, "rbfq_weight": 1.0})
+    rec = rec.with_columns(rbfq_reservation=pl.lit(None, pl.Float64), rbfq_limit=pl.lit(None, pl.Float64))
+    check = compare_schedulers(site, rec, ["fcfs"], device=device, site_jobs=starts).model_check
+    assert check.n_jobs == 5 and check.trusted
+    assert check.jobs["alone_ratio"].to_list() == pytest.approx([1.0] * 5, rel=1e-12)
