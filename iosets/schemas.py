@@ -788,7 +788,23 @@ TRACE_REPLAY_JOBS = TableSchema(
         Column("scheduler", pl.String, "Scheduler replayed."),
         Column("recorded_runtime", pl.Float64, "First recorded request start to last recorded request end (s)."),
         Column("runtime", pl.Float64, "Replayed runtime under the scheduler (s)."),
-        Column("alone_runtime", pl.Float64, "Replayed runtime alone on the device (s)."),
+        Column(
+            "alone_runtime",
+            pl.Float64,
+            "Replayed runtime alone on the device, from the first request's recorded start (s).",
+        ),
+        Column(
+            "alone_ratio",
+            pl.Float64,
+            "The model check: alone_runtime / recorded_runtime, both from the job's first request (compute before "
+            "it is in no trace); near 1 when the device model reproduces the job alone. Null when "
+            "recorded_runtime is 0; absent from tables written before it existed (the model check recomputes it).",
+            required=False,
+            nullable=True,
+            check=pl.col("alone_ratio") >= 0,
+            expect=">= 0",
+            filled=False,
+        ),
         Column("stretch", pl.Float64, "runtime / alone_runtime.", nullable=True),
         Column("io_slowdown", pl.Float64, "Time in I/O phases / the same alone.", nullable=True),
         Column("wait", pl.Float64, "runtime - alone_runtime (s)."),

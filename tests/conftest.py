@@ -1,6 +1,7 @@
 """Shared fixtures: small hand-made workloads."""
 
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
@@ -77,3 +78,70 @@ def writer_ops(burst_starts) -> pl.DataFrame:
 def writer_ops_of():
     """Factory of :func:`writer_ops` tables."""
     return writer_ops
+
+
+@dataclass(frozen=True)
+class AloneKnown:
+    """A site trace whose alone replay is known by hand, a recommendation of its jobs and the device.
+
+    On the device (1 MB/s, no overhead, no seek) each job's replayed-alone runtime is its bytes in MB (s):
+
+    - a: two 1 MB requests recorded [0, 1], [1, 2]: alone 2 s, recorded 2 s, ratio 1
+    - b: one 1 MB request recorded [0, 2] (the storage was slower): alone 1 s, ratio 0.5
+    - c: one 2 MB request recorded [10, 11]: alone 2 s, ratio 2
+    - d: one 5 MB request recorded [20, 24]: alone 5 s, ratio 1.25
+    - e: one 1 MB request recorded at one date, 30: recorded 0 s, no ratio
+
+    |ratio - 1| of a, d, b, c: 0, 0.25, 0.5, 1: median 0.375, p90 0.85 (linear, rank 2.7).
+    """
+
+    site: pl.DataFrame
+    rec: pl.DataFrame
+    device: object
+
+
+def _alone_known() -> AloneKnown:
+    from iosets.replay import Device
+
+    mb = 1_000_000
+    rows = [
+        ("a", 0, mb, 0.0, 1.0),
+        ("a", mb, mb, 1.0, 2.0),
+        ("b", 0, mb, 0.0, 2.0),
+        ("c", 0, 2 * mb, 10.0, 11.0),
+        ("d", 0, 5 * mb, 20.0, 24.0),
+        ("e", 0, mb, 30.0, 30.0),
+    ]
+    site = pl.DataFrame(
+        {
+            "job_id": [r[0] for r in rows],
+            "rank": 0,
+            "op": "write",
+            "offset": [r[1] for r in rows],
+            "size": [r[2] for r in rows],
+            "start": [r[3] for r in rows],
+            "end": [r[4] for r in rows],
+            "file": [f"{r[0]}.dat" for r in rows],
+            "phase": 0,
+            "synthetic": False,
+        }
+    )
+    rec = pl.DataFrame(
+        {
+            "job_id": ["a", "b", "c", "d", "e"],
+            "set": 0,
+            "priority": 1.0,
+            "wfq_weight": mb,
+            "rbfq_reservation": None,
+            "rbfq_weight": 1.0,
+            "rbfq_limit": None,
+        },
+        schema_overrides={"rbfq_reservation": pl.Float64, "rbfq_limit": pl.Float64},
+    )
+    return AloneKnown(site, rec, Device(bandwidth=1e6, overhead=0.0, seek=0.0))
+
+
+@pytest.fixture
+def alone_known() -> AloneKnown:
+    """:class:`AloneKnown`: five jobs whose replayed-alone runtimes are known by hand (the model check's cases)."""
+    return _alone_known()

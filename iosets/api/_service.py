@@ -121,7 +121,7 @@ class Service:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._report: tuple[tuple[int, int], str] | None = None  # (job count, policy version) -> the page
+        self._report: tuple[tuple[Any, ...], str] | None = None  # (job count, policy version, replay files) -> page
         self._report_lock = threading.Lock()
         self.metrics.watch_estimate(lambda: None if self._state is None else self._state.fitted_at)
 
@@ -280,9 +280,11 @@ class Service:
         return list(rendered.values())[-1]  # agios: wfq.conf; the other formats render one file
 
     def report(self) -> str:
-        """The HTML report (``iosets report``) of the stored jobs and their answers under the current policy.
+        """The HTML report (``iosets report``) of the stored jobs and their answers under the current policy, with
+        the trace replay of the ``replay`` setting when there is one (its scheduler comparison and model check).
 
-        Built on first call and kept until the fitted job count or the policy version changes.
+        Built on first call and kept until the fitted job count, the policy version or a file of the replay
+        changes. A replay that cannot be read is a Conflict naming its file.
         """
         from ..report import build_report
 
@@ -290,12 +292,41 @@ class Service:
         state = self._state
         if state is None or state.n_jobs == 0:
             raise Conflict("no job is stored yet: nothing to report")
-        key = (state.n_jobs, state.policy["version"])
+        key = (state.n_jobs, state.policy["version"], self._replay_files())
         with self._report_lock:
             if self._report is None or self._report[0] != key:
+                self._check_replay()
                 recommendation = None if state.known is None else state.known.predict(state.history)
-                self._report = (key, build_report(self.store.history(), recommendation=recommendation).html)
+                page = build_report(self.store.history(), recommendation=recommendation, replay=self.settings.replay)
+                self._report = (key, page.html)
             return self._report[1]
+
+    def _check_replay(self) -> None:
+        """Raise Conflict, naming the file, when the ``replay`` setting's trace replay cannot be read."""
+        if self.settings.replay is None:
+            return
+        from ..replay import SchedulerComparison
+
+        try:
+            SchedulerComparison.read_tables(self.settings.replay, partial=True)
+        except InputError as exc:
+            raise Conflict(f"the report's trace replay ([service] replay): {exc}") from None
+
+    def _replay_files(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """Each file of the ``replay`` setting's trace replay as (inode, size, mtime in ns), None when absent."""
+        if self.settings.replay is None:
+            return ()
+        from ..replay import SchedulerComparison
+
+        stamps: list[tuple[int, int, int] | None] = []
+        for path in SchedulerComparison.paths(self.settings.replay).values():
+            try:
+                status = path.stat()
+            except OSError:
+                stamps.append(None)
+                continue
+            stamps.append((status.st_ino, status.st_size, status.st_mtime_ns))
+        return tuple(stamps)
 
     # ---------------------------------------------------------------------------------- refits
 

@@ -37,6 +37,7 @@ class Settings(BaseModel):
     max_upload: int = Field(default=256 << 20, ge=1)
     write_rate: float = Field(default=50.0, gt=0, allow_inf_nan=False)
     workers: int = Field(default=1, ge=1, le=256)
+    replay: str | None = None  # a trace replay (`iosets replay-trace -o PERJOB`) the report shows, companions beside it
     policy: PolicyParams = PolicyParams()
 
     @field_validator("database")

@@ -9,14 +9,16 @@ import typer
 
 from ..errors import InputError
 from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
-from ._output import echo, print_json, progress, show, show_note, warnings_to_stderr
+from ._format import describe_device, percent
+from ._output import echo, print_json, progress, show, show_note, show_warning, warnings_to_stderr
 from ._parse import parse_names, parse_numbers, parse_pairs, parse_profile, parse_window
 from ._tables import Column, field, ratio, render_table, shown
 
 if TYPE_CHECKING:
+    import polars as pl
     from rich.console import RenderableType
 
-    from ..replay import Calibration, Device, SchedulerComparison
+    from ..replay import Calibration, Device, ModelCheck, SchedulerComparison
 
 METRICS_COLUMNS = (
     Column("policy", field("policy"), justify="left"),
@@ -307,22 +309,6 @@ def fit_error_text(result: Calibration) -> str:
     )
 
 
-def describe_device(device: Device) -> str:
-    """Every parameter of ``device``, with units."""
-    return (
-        f"{device.targets} target(s) of bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead "
-        f"{device.overhead * 1e6:.1f} us, seek {device.seek * 1e3:.3f} ms, concurrency {device.concurrency}, "
-        f"queue depth {device.queue_depth}"
-        + (f", {device.iops:g} IOPS" if device.iops else "")
-        + f"; stripes of {device.stripe_size} B over {device.stripe_count} target(s)"
-        + (
-            f"; client link {device.client_bandwidth / 1e6:.1f} MB/s per node of {device.ranks_per_node} rank(s)"
-            if device.client_bandwidth
-            else "; no client limit"
-        )
-    )
-
-
 TRACE_SCHEDULER_COLUMNS = (
     Column("scheduler", field("scheduler"), justify="left"),
     Column("util", field("utilization", "{:.4f}")),
@@ -359,13 +345,66 @@ def trace_scheduler_table(comparison: SchedulerComparison, *, title: str) -> Ren
     return render_table(rows, columns, title=title, caption=caption)
 
 
+MODEL_CHECK_COLUMNS = (
+    Column("job", field("job_id"), justify="left"),
+    Column("recorded s", field("recorded_runtime", "{:.6g}")),
+    Column("alone s", field("alone_runtime", "{:.6g}")),
+    Column("alone / recorded", field("alone_ratio", "{:.3f}")),
+)
+"""The jobs of a model check farthest from 1 (rows of ``ModelCheck.farthest``)."""
+
+FARTHEST_JOBS = 5
+"""Jobs the model-check block lists."""
+
+
+def model_check_title(check: ModelCheck) -> str:
+    """The model check in one line: its median and p90 distance from 1 against the threshold."""
+    return (
+        f"model check over {check.n_jobs} jobs (each replayed alone against its recorded runtime): "
+        f"|alone / recorded - 1| median {percent(check.median)}, p90 {percent(check.p90)} "
+        f"(threshold {percent(check.threshold)})"
+    )
+
+
+def model_check_table(check: ModelCheck) -> RenderableType:
+    """The model check's line and the jobs farthest from 1."""
+    caption = "both runtimes from the job's first request to its last request's end; farthest from 1 first"
+    return render_table(
+        check.farthest(FARTHEST_JOBS), MODEL_CHECK_COLUMNS, title=model_check_title(check), caption=caption
+    )
+
+
+def _trace_device(path: Path | None, site_requests: pl.DataFrame, site_path: Path) -> tuple[Device, str]:
+    """The device of a trace replay and where it came from: the file given, else calibrated on the trace itself."""
+    from ..replay import calibrate, read_device
+
+    if path is not None:
+        return read_device(path), "file"
+    try:
+        fitted = calibrate(site_requests)
+    except InputError as reason:
+        raise InputError(
+            f"no --device, and {site_path} cannot be calibrated on: {reason}; "
+            "give --device DEVICE.json (`iosets calibrate SITE -o DEVICE.json` on another trace of the storage)"
+        ) from None
+    error = fitted.error
+    echo(
+        f"no --device: calibrated on {site_path} "
+        f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])})"
+    )
+    return fitted.device, "calibrated"
+
+
 def replay_trace(
     site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace (`iosets ingest --site -o`).")],
     rec_path: Annotated[Path, typer.Option("--rec", help="Recommendation table (`iosets recommend -o`).")],
     compare: Annotated[str, typer.Option(help=f"Comma-separated schedulers: {', '.join(SCHEDULERS)}.")] = (
         "fcfs,wfq,iosets-wfq,rbfq"
     ),
-    device: Annotated[Path | None, typer.Option(help="Device JSON (`Device.to_dict`, `iosets calibrate`).")] = None,
+    device: Annotated[
+        Path | None,
+        typer.Option(help="Device JSON (`Device.to_dict`, `iosets calibrate`); default: calibrated on SITE itself."),
+    ] = None,
     window: Annotated[str | None, typer.Option(help="Metric window T_BEGIN,T_END (s); default: the replay.")] = None,
     output: Annotated[
         Path | None,
@@ -383,13 +422,16 @@ def replay_trace(
 
     iosets-wfq and rbfq get one class per set of the recommendation, the other schedulers one class
     per job with equal weights; jobs missing from it go to its conservative (largest) set.
+    Without --device, the device is calibrated on SITE itself (as `iosets calibrate` does) and the fit
+    error printed; the device used is always printed. The model check follows the table: each job
+    replayed alone against its recorded runtime, with a warning when the model does not reproduce them.
     With -o, four tables: per job, per phase (ready, start and end dates), per scheduler (the metrics) and
     per set (bytes moved in the window). The site's jobs table written beside SITE by `iosets ingest
     --site` (NAME.jobs) gives the jobs' start dates, so that compute before a job's first request counts.
     """
     from .._io import read_frame
     from ..analyzer import SiteTrace
-    from ..replay import SchedulerComparison, compare_schedulers, read_device
+    from ..replay import SchedulerComparison, compare_schedulers
 
     if output is not None:
         SchedulerComparison.check_output(output)
@@ -398,15 +440,28 @@ def replay_trace(
     site = SiteTrace.read(site_path)
     site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
     rec = read_frame(rec_path, what="recommendation")
-    chosen_device = None if device is None else read_device(device)
+    chosen_device, device_source = _trace_device(device, site.requests, site_path)
+    echo(f"device: {describe_device(chosen_device)}")
     with warnings_to_stderr():
         comparison = compare_schedulers(
             site.requests, rec, schedulers, device=chosen_device, window=chosen_window, site_jobs=site_jobs
         )
+    check = comparison.model_check
     if output is not None:
         echo(f"wrote {', '.join(map(str, comparison.write(output).written))}")
     if as_json:
-        print_json({"schedulers": trace_scheduler_rows(comparison), "jobs": comparison.jobs.to_dicts()})
-        return
-    title = f"{site_path}: {comparison.jobs['job_id'].n_unique()} jobs replayed in a closed loop"
-    show(trace_scheduler_table(comparison, title=title))
+        print_json(
+            {
+                "schedulers": trace_scheduler_rows(comparison),
+                "jobs": comparison.jobs.to_dicts(),
+                "model_check": check.to_dict(),
+                "device": chosen_device.to_dict(),
+                "device_source": device_source,
+            }
+        )
+    else:
+        title = f"{site_path}: {comparison.jobs['job_id'].n_unique()} jobs replayed in a closed loop"
+        show(trace_scheduler_table(comparison, title=title))
+        show(model_check_table(check))
+    if check.warning is not None:
+        show_warning(check.warning)

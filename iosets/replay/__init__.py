@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._compare import SchedulerComparison, compare_schedulers
     from ._device import Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
+    from ._model_check import MODEL_CHECK_THRESHOLD, ModelCheck, model_check
     from ._phase import PhaseReplay, replay_phases
     from ._phase_metrics import PhaseMetrics, workload_metrics
     from ._policies import POLICIES, assign_policy
@@ -45,6 +46,9 @@ _EXPORTS = {
     "EXPERIMENT_REFERENCE": "._experiments",
     "run_experiment": "._experiments",
     "summarize_experiment": "._experiments",
+    "MODEL_CHECK_THRESHOLD": "._model_check",
+    "ModelCheck": "._model_check",
+    "model_check": "._model_check",
     "PhaseMetrics": "._phase_metrics",
     "workload_metrics": "._phase_metrics",
     "PhaseReplay": "._phase",

@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..schemas import SITE_REQUESTS
 from . import _engine
 from ._device import Device
+from ._model_check import alone_ratio
 from ._requests import SCHEDULERS, _per_class, _scheduler_params
 from ._trace import RequestArrays, _dense
 
@@ -43,7 +44,8 @@ class TraceReplay:
     phases : polars.DataFrame
         Per phase: ``job_id``, ``phase``, ``recorded_start``, ``recorded_end``, ``start``, ``end``.
     jobs : polars.DataFrame
-        Per job: ``job_id``, ``recorded_runtime``, ``runtime``, ``alone_runtime``, ``stretch``
+        Per job: ``job_id``, ``recorded_runtime``, ``runtime``, ``alone_runtime``, ``alone_ratio``
+        (alone_runtime / recorded_runtime: the model check, :mod:`._model_check`), ``stretch``
         (runtime / alone_runtime), ``io_slowdown`` (time in I/O phases over the same alone),
         ``wait`` (runtime - alone_runtime).
     n_units : int
@@ -359,6 +361,7 @@ def _jobs(runs: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:
             "recorded_runtime",
             "runtime",
             "alone_runtime",
+            alone_ratio(),
             (pl.col("runtime") / pl.col("alone_runtime")).alias("stretch"),
             (pl.col("_io") / pl.col("_alone_io")).alias("io_slowdown"),
             (pl.col("runtime") - pl.col("alone_runtime")).alias("wait"),

@@ -20,6 +20,7 @@ from ..schemas import (
 )
 from ._closed import TraceReplay, replay_trace
 from ._device import Device
+from ._model_check import ModelCheck, model_check
 from ._requests import SCHEDULERS
 from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
 
@@ -62,6 +63,16 @@ class SchedulerComparison(Tables):
     jobs: pl.DataFrame
     phases: pl.DataFrame
     shares: pl.DataFrame
+
+    @property
+    def model_check(self) -> ModelCheck:
+        """Each job replayed alone against its recorded runtime (:func:`model_check`).
+
+        The alone replay is the same under every scheduler (fcfs, each job on its own device): the first
+        scheduler's rows are checked.
+        """
+        first = self.jobs["scheduler"].first() if self.jobs.height else None
+        return model_check(self.jobs.filter(pl.col("scheduler") == first))
 
 
 def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
@@ -226,7 +237,8 @@ def compare_schedulers(
     schedulers : sequence of str
         Schedulers of :data:`SCHEDULERS`, each replayed once.
     device : Device, default=None
-        Device model; ``Device()`` when None.
+        Device model; ``Device()`` when None, with a warning: a default device predicts nothing about a
+        site's storage (fit one with :func:`calibrate`).
     window : (float, float), default=None
         Window of the scheduler metrics; each replay's whole span when None.
     site_jobs : polars.DataFrame, default=None
@@ -238,7 +250,8 @@ def compare_schedulers(
     -------
     SchedulerComparison
         Per scheduler (window metrics), per job and scheduler, per phase and scheduler, and per scheduler and set
-        (bytes moved in the window and their share), each validated by its schema.
+        (bytes moved in the window and their share), each validated by its schema; its ``model_check`` says
+        how far each job's replayed-alone runtime is from its recorded one.
 
     Examples
     --------
@@ -262,6 +275,13 @@ def compare_schedulers(
     if not isinstance(site_requests, pl.DataFrame) or "job_id" not in site_requests.columns:
         raise InputError("site ops: expected a polars DataFrame with a job_id column")
     job_sets, rec_sets, per_set = _job_sets(site_requests, rec)
+    if device is None:
+        warnings.warn(
+            "no device given: replaying on the default Device(), which knows nothing of this site's storage; "
+            "fit one on the trace with iosets.replay.calibrate(site_requests)",
+            UserWarning,
+            stacklevel=2,
+        )
     scheduler_rows, jobs, phases, shares = [], [], [], []
     for scheduler in schedulers:
         result = _replay(site_requests, scheduler, job_sets, per_set, device)

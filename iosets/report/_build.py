@@ -56,9 +56,10 @@ class Report:
 
 
 def default_builders() -> tuple[SectionBuilder, ...]:
-    """The report's sections in page order: overview, recommendation, scheduler, timelines, requests, validation,
-    jobs."""
+    """The report's sections in page order: overview, recommendation, scheduler, model check, timelines, requests,
+    validation, jobs."""
     from ._jobs_table import jobs_table_section
+    from ._model_check import model_check_section
     from ._overview import overview_section
     from ._recommendation import recommendation_section
     from ._request_level import request_level_section
@@ -70,6 +71,7 @@ def default_builders() -> tuple[SectionBuilder, ...]:
         overview_section,
         recommendation_section,
         scheduler_section,
+        model_check_section,
         timelines_section,
         request_level_section,
         validation_section,

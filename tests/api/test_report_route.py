@@ -3,11 +3,12 @@
 import sys
 from pathlib import Path
 
+import polars as pl
 import pytest
 from fastapi.testclient import TestClient
 
 import iosets.report
-from iosets.api import Settings, create_app
+from iosets.api import Settings, create_app, load_settings
 from iosets.api._auth import create_token
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "report"))
@@ -62,6 +63,7 @@ def test_the_report_shows_the_stored_jobs_with_their_sets(app, client, builds):
         "overview",
         "recommendation",
         "scheduler",
+        "model-check",
         "timelines",
         "requests",
         "validation",
@@ -110,3 +112,53 @@ def test_a_job_with_an_end_but_no_start_neither_stops_the_refits_nor_the_report(
     answer = client.get("/v1/report", headers=reader)
     assert answer.status_code == 200
     assert builds[-1]["job_id"].sort().to_list() == ["j1", "j2", "j3"]
+
+
+@pytest.fixture
+def replayed(tmp_path, alone_known):
+    """``write(site)``: the AloneKnown trace's comparison (tests/conftest.py) written at perjob.parquet."""
+    from iosets.replay import compare_schedulers
+
+    def write(site):
+        comparison = compare_schedulers(site, alone_known.rec, ["fcfs", "wfq"], device=alone_known.device)
+        comparison.write(tmp_path / "replay" / "perjob.parquet")
+        return tmp_path / "replay" / "perjob.parquet"
+
+    return write
+
+
+def test_the_replay_setting_puts_the_comparison_and_its_model_check_in_the_report(tmp_path, alone_known, replayed):
+    path = replayed(alone_known.site)
+    config = tmp_path / "iosets.toml"
+    config.write_text(f'[service]\ndata_dir = "{tmp_path}"\nwrite_rate = 1000.0\nreplay = "{path}"\n')
+    app = create_app(load_settings(config))
+    with TestClient(app) as client:
+        client.post("/v1/jobs", json=JOBS[0], headers=_header(app, "write"))
+        reader = _header(app, "read")
+        page = read_page(client.get("/v1/report", headers=reader).text)
+        assert page.sections["scheduler"]["missing"] is None and page.sections["model-check"]["missing"] is None
+        reading = " ".join(page.sections["model-check"]["readings"])
+        assert "median 37.5 % and p90 85 %" in reading
+        assert "the model does not reproduce these jobs alone: contention predictions are not to be trusted" in reading
+        # a new replay at the same path rebuilds the page: a and d alone reproduce (p90 22.5 %)
+        replayed(alone_known.site.filter(pl.col("job_id").is_in(["a", "d"])))
+        again = " ".join(read_page(client.get("/v1/report", headers=reader).text).sections["model-check"]["readings"])
+        assert "median 12.5 % and p90 22.5 %" in again and "not to be trusted" not in again
+
+
+def test_without_the_setting_the_model_check_says_what_to_run(app, client, builds):
+    client.post("/v1/jobs", json=JOBS[0], headers=_header(app, "write"))
+    page = read_page(client.get("/v1/report", headers=_header(app, "read")).text)
+    missing = page.sections["model-check"]["missing"]
+    assert missing.startswith("Not shown yet. No trace replay given. Run iosets replay-trace")
+    assert missing.endswith('(to iosets serve: replay = "perjob.parquet" in its [service] table).')
+
+
+def test_a_replay_setting_that_cannot_be_read_is_409_naming_the_file(tmp_path):
+    missing = tmp_path / "nowhere.parquet"
+    app = create_app(Settings(data_dir=str(tmp_path), write_rate=1000.0, replay=str(missing)))
+    with TestClient(app) as client:
+        client.post("/v1/jobs", json=JOBS[0], headers=_header(app, "write"))
+        answer = client.get("/v1/report", headers=_header(app, "read"))
+    assert answer.status_code == 409
+    assert answer.json()["detail"].startswith(f"the report's trace replay ([service] replay): {missing}")

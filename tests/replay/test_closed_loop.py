@@ -84,6 +84,7 @@ def test_a_rank_keeps_its_think_time_alone_and_behind_another_job():
         "recorded_runtime": 4.0,
         "runtime": 6.0,
         "alone_runtime": 4.0,
+        "alone_ratio": 1.0,  # alone, a replays as recorded
         "stretch": 1.5,
         "io_slowdown": 1.5,
         "wait": 2.0,

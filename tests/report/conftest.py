@@ -12,6 +12,7 @@ fail when ``IOSETS_REQUIRE_CHROMIUM=1`` (CI).
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Iterator
@@ -57,6 +58,7 @@ def write_site(folder: Path) -> dict[str, Path]:
     """Write a generated site's report inputs into ``folder``; return each input's path, by ``build_report`` name."""
     from iosets.analyzer import analyze_requests
     from iosets.datasets import make_backlogged_requests, make_iosets_workload, workload_site_requests
+    from iosets.replay import Device
 
     workload = make_iosets_workload(PROFILES, horizon=4000.0, random_state=0)
     site = workload_site_requests(workload, request_size=100_000_000)
@@ -71,6 +73,9 @@ def write_site(folder: Path) -> dict[str, Path]:
     jobs.write_parquet(folder / "jobs.parquet")
     _run("recommend", folder / "jobs.parquet", "--bandwidth", "1e9", "-o", folder / "rec.parquet")
     compare = ",".join(SCHEDULERS)
+    # the device the site was generated on: each job alone replays its phases exactly (a trusted model check)
+    device = Device(bandwidth=workload.bandwidth, overhead=0.0, seek=0.0)
+    (folder / "device.json").write_text(json.dumps(device.to_dict()), encoding="utf-8")
     _run(
         "replay-trace",
         folder / "site.parquet",
@@ -78,6 +83,8 @@ def write_site(folder: Path) -> dict[str, Path]:
         folder / "rec.parquet",
         "--compare",
         compare,
+        "--device",
+        folder / "device.json",
         "-o",
         folder / "perjob.parquet",
     )

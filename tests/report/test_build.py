@@ -55,7 +55,7 @@ PER_JOB = pl.DataFrame(
         "wait": [25.0, 10.0, 10.0, 30.0],
     }
 )
-SECTION_IDS = ["overview", "recommendation", "scheduler", "timelines", "requests", "validation", "jobs"]
+SECTION_IDS = ["overview", "recommendation", "scheduler", "model-check", "timelines", "requests", "validation", "jobs"]
 
 
 def stand_in(inputs):

@@ -23,7 +23,7 @@ def test_report_writes_the_page_and_names_the_sections_shown_and_missing(tmp_pat
     assert result.exit_code == 0, result.output
     size = output.stat().st_size / 1e6
     assert result.stderr == (
-        f"wrote {output} ({size:.1f} MB): sections overview, recommendation, scheduler, jobs; "
+        f"wrote {output} ({size:.1f} MB): sections overview, recommendation, scheduler, model-check, jobs; "
         "missing: timelines, requests, validation\n"
     )
     assert result.stdout == ""
@@ -32,6 +32,7 @@ def test_report_writes_the_page_and_names_the_sections_shown_and_missing(tmp_pat
         "overview",
         "recommendation",
         "scheduler",
+        "model-check",
         "timelines",
         "requests",
         "validation",

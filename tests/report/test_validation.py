@@ -266,7 +266,7 @@ def test_iosets_report_shows_a_validation_file(tmp_path, validation_file):
     size = output.stat().st_size / 1e6
     assert result.stderr == (
         f"wrote {output} ({size:.1f} MB): sections overview, validation, jobs; "
-        "missing: recommendation, scheduler, timelines, requests\n"
+        "missing: recommendation, scheduler, model-check, timelines, requests\n"
     )
     page = read_page(output.read_text(encoding="utf-8"))
     assert page.tables["validation-system-table"].column("simulated") == [
