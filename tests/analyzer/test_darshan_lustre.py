@@ -7,17 +7,19 @@ asserted here exactly; every wheel log with LUSTRE records is also compared to p
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
 
 darshan = pytest.importorskip("darshan")
 
 from darshan_writer import counter_record, dxt_record, lustre_record_v1, lustre_record_v2, write_log  # noqa: E402
 
-from iosets.analyzer import read_darshan  # noqa: E402
+from iosets.analyzer import SiteTrace, read_darshan, site_trace  # noqa: E402
 from iosets.analyzer._ingest import _darshan_lustre  # noqa: E402
 from iosets.analyzer._ingest._darshan_layout import parse_layout  # noqa: E402
 from iosets.analyzer._ingest._darshan_lustre import read_file_layouts  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
+from iosets.schemas import SITE_FILES  # noqa: E402
 
 WHEEL = Path(darshan.__file__).parent
 EXAMPLES = WHEEL / "examples" / "example_logs"
@@ -188,3 +190,79 @@ def test_random_records_never_raise_and_each_file_is_kept_or_refused_once(versio
         assert framing is None or framing.startswith(("LUSTRE record", "the LUSTRE region ends"))
         kept, refused_files = kept + table.height, refused_files + len(refused)
     assert kept > 0 and refused_files > 0  # both ways were taken
+
+
+def test_the_site_trace_holds_the_layouts_of_its_files():
+    site = site_trace([EXAMPLES / "ior_hdf5_example.darshan", EXAMPLES / "dxt.darshan"])
+    assert site.files is not None
+    assert site.files.rows() == [("/global/cscratch1/sd/ssnyder/test123.h5", "32324925", MIB, 1, 106, 248)]
+    assert site.files.columns == SITE_FILES.names
+    requests = site.requests.filter(pl.col("job_id") == "32324925")
+    assert requests.height == 59 and requests["file"].unique().to_list() == [site.files["file"].item()]
+
+
+def test_the_site_trace_lists_refused_layouts_with_its_skips(tmp_path):
+    _log(tmp_path / "v1.darshan", HOSTILE_V1, version=1)
+    site = site_trace([tmp_path])
+    assert site.files is not None and site.files.rows() == [("/scratch/a.dat", "9", 4 * MIB, 2, 3, 16)]
+    assert site.skipped.rows() == [("9", str(tmp_path / "v1.darshan"), reason) for reason in HOSTILE_REASONS]
+
+
+def test_two_logs_of_a_job_that_disagree_on_a_file_leave_it_without_layout(tmp_path):
+    first = _log(
+        tmp_path / "p0.darshan", [lustre_record_v1(101, 0, osts=16, stripe_size=MIB, ost_ids=[1, 2])], version=1
+    )
+    second = _log(
+        tmp_path / "p1.darshan",
+        [
+            lustre_record_v1(101, 0, osts=16, stripe_size=MIB, ost_ids=[1]),
+            lustre_record_v1(102, 0, osts=16, stripe_size=MIB, ost_ids=[4]),
+        ],
+        version=1,
+        start=2,
+    )
+    site = site_trace([first, second])
+    assert site.jobs["job_id"].to_list() == ["9"]  # one job of two logs
+    assert site.files is not None and site.files.rows() == [("/scratch/b.dat", "9", MIB, 1, 4, 16)]
+    assert site.skipped.rows() == [
+        (
+            "9",
+            str(second),
+            f"LUSTRE records of /scratch/a.dat disagree on stripe_count with {first}: 1 here, 2 there; "
+            "the file has no layout",
+        )
+    ]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_the_files_table_round_trips_beside_the_site_trace(tmp_path, suffix):
+    site = site_trace([EXAMPLES / "ior_hdf5_example.darshan"])
+    done = site.write(tmp_path / f"site{suffix}")
+    assert tmp_path / f"site.files{suffix}" in done.written
+    back = SiteTrace.read(tmp_path / f"site{suffix}")
+    assert back.files is not None and back.files.equals(site.files)
+    assert back.requests.equals(site.requests)
+
+
+def test_a_site_trace_without_lustre_records_has_no_files_table(tmp_path):
+    (tmp_path / "site.files.parquet").write_bytes(b"an earlier run's")
+    site = site_trace([EXAMPLES / "dxt.darshan"])
+    assert site.files is None
+    done = site.write(tmp_path / "site.parquet")
+    assert done.removed == [tmp_path / "site.files.parquet"]  # no file outlives the run it describes
+    assert SiteTrace.read(tmp_path / "site.parquet").files is None  # as an old site trace, written without it
+
+
+def test_a_bad_files_table_names_its_file_row_and_column(tmp_path):
+    site = site_trace([EXAMPLES / "ior_hdf5_example.darshan"])
+    site.write(tmp_path / "site.csv")
+    bad = pl.read_csv(tmp_path / "site.files.csv").with_columns(pl.lit(248).alias("first_target"))
+    bad.write_csv(tmp_path / "site.files.csv")
+    with pytest.raises(
+        InputError, match=r"site\.files\.csv row 0: first_target: expected an integer >= 0, below fs_targets, got 248"
+    ):
+        SiteTrace.read(tmp_path / "site.csv")
+    row = {"file": "f", "job_id": "j", "stripe_size": -1, "stripe_count": 0, "first_target": 0, "fs_targets": None}
+    frame = pl.DataFrame([row], schema=SITE_FILES.polars)
+    with pytest.raises(InputError, match=r"file layouts row 0: stripe_size: expected bytes > 0, got -1"):
+        SITE_FILES.validate(frame)
