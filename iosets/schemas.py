@@ -39,6 +39,7 @@ __all__ = [
     "REQUEST_RESULTS",
     "SCHEMAS",
     "SET_SUMMARY",
+    "SITE_FILES",
     "SITE_REQUESTS",
     "TIMELINE",
     "TRACE_REPLAY_JOBS",
@@ -304,6 +305,49 @@ SITE_REQUESTS = TableSchema(
             expect="an integer >= 0",
         ),
         Column("synthetic", pl.Boolean, "True for a request synthesised from HEATMAP bins."),
+    ),
+)
+
+SITE_FILES = TableSchema(
+    "file layouts",
+    "How the files of a site trace's jobs are striped over the file system's storage targets (Lustre OSTs), from "
+    "their Darshan logs' LUSTRE records (written beside the site trace as `<name>.files.<ext>`; absent when no log "
+    "has LUSTRE records). One row per file and job; a file whose records are unsound or disagree has no row, and "
+    "the site trace's skip list says why. For a composite (PFL) layout, its first component's.",
+    (
+        Column("file", pl.String, "File name, as the site trace's `file` column holds it."),
+        Column("job_id", pl.String, "Job, as in the site trace."),
+        Column(
+            "stripe_size",
+            pl.Int64,
+            "Bytes per stripe (LUSTRE_STRIPE_SIZE).",
+            check=pl.col("stripe_size") > 0,
+            expect="bytes > 0",
+        ),
+        Column(
+            "stripe_count",
+            pl.Int64,
+            "Targets the file is striped over (LUSTRE_STRIPE_WIDTH).",
+            check=pl.col("stripe_count") >= 1,
+            expect="an integer >= 1",
+        ),
+        Column(
+            "first_target",
+            pl.Int64,
+            "Target (OST index) of the file's first stripe (LUSTRE_OST_ID_0); null when the record lists none.",
+            nullable=True,
+            check=(pl.col("first_target") >= 0)
+            & (pl.col("fs_targets").is_null() | (pl.col("first_target") < pl.col("fs_targets"))),
+            expect="an integer >= 0, below fs_targets",
+        ),
+        Column(
+            "fs_targets",
+            pl.Int64,
+            "Targets (OSTs) of the file system (LUSTRE_OSTS); null when the record has none (darshan 3.5 records).",
+            nullable=True,
+            check=pl.col("fs_targets") >= 1,
+            expect="an integer >= 1",
+        ),
     ),
 )
 
@@ -918,6 +962,7 @@ SCHEMAS: dict[str, TableSchema] = {
     for s in (
         REQUESTS,
         SITE_REQUESTS,
+        SITE_FILES,
         JOBS,
         RECOMMENDED_JOBS,
         SET_SUMMARY,

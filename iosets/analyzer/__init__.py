@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._ingest import (
         INGESTERS,
         DarshanJob,
+        FileLayouts,
         Ingester,
         ModuleTotals,
         SkipReport,
@@ -50,6 +51,7 @@ _EXPORTS = {
     "analyze_path": "._worker",
     "INGESTERS": "._ingest",
     "DarshanJob": "._ingest",
+    "FileLayouts": "._ingest",
     "Ingester": "._ingest",
     "ModuleTotals": "._ingest",
     "SkipReport": "._ingest",

@@ -4,7 +4,8 @@ A Darshan log's DXT requests are dated by the log's start (epoch s) plus their D
 traces and requests tables keep their own dates. A job read from HEATMAP bins instead of DXT gets one
 request per bin with bytes and per direction, spread over the bin (rank -1, offset and file null,
 ``synthetic``). Job ids, merged logs and phases are the analyzer's: the jobs come from the merge of
-:func:`analyze`, and each request's phase from the segmentation behind the jobs table's ``n_phases``.
+:func:`analyze`, and each request's phase from the segmentation behind the jobs table's ``n_phases``. The
+layouts of the files in the logs' LUSTRE records (stripe size and count, first OST) come along, per job.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import polars as pl
 from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
-from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_REQUESTS
-from ._ingest import DarshanJob, ingest, read_darshan, sniff_format
+from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_FILES, SITE_REQUESTS
+from ._ingest import DarshanJob, FileLayouts, ingest, read_darshan, sniff_format
 from ._jobs import JobLogs, group_logs
 from ._periodicity import phase_bounds
 from ._pipeline import _MIN_PARALLEL, _frames, expand_paths
@@ -38,22 +39,25 @@ _MIN_CONFIDENCE = 0.5  # the jobs table's default (analyze's)
 _TOLERANCE = 1e-9  # s: round-off allowed when a request's midpoint is matched to a phase
 _REQUEST_COLUMNS = ("rank", "op", "offset", "size", "start", "end", "file")
 
-SiteOutcome = tuple[Outcome, pl.DataFrame | None]
-"""A trace's outcome for :func:`analyze`, and its requests (times from the log's start for a Darshan log)."""
+SiteOutcome = tuple[Outcome, pl.DataFrame | None, FileLayouts | None]
+"""A trace's outcome for :func:`analyze`, its requests (times from the log's start for a Darshan log), and the file
+layouts of its LUSTRE records (None without them)."""
 
 
 @dataclass(frozen=True)
 class SiteTrace(Tables):
-    """Result of :func:`site_trace`: the requests, their jobs, the jobs without requests, and failed inputs.
+    """Result of :func:`site_trace`: the requests, their jobs, their files' layouts, what was skipped and what failed.
 
-    ``write(path)`` writes the requests at ``path`` and their jobs beside them as ``<stem>.jobs<suffix>`` (whose
-    start dates let a trace replay count compute before a job's first request); ``read(path)`` reads both
-    (``skipped`` and ``errors`` are not written: they come back empty).
+    ``write(path)`` writes the requests at ``path``, their jobs beside them as ``<stem>.jobs<suffix>`` (whose
+    start dates let a trace replay count compute before a job's first request) and the file layouts as
+    ``<stem>.files<suffix>``; ``read(path)`` reads them (``skipped`` and ``errors`` are not written: they come
+    back empty; a site trace written without jobs or files gives None for them).
     """
 
     PARTS = (
         Part("requests", SITE_REQUESTS, "site trace", when_empty="remove"),
         Part("jobs", JOBS, "site jobs table", when_empty="remove", optional=True),
+        Part("files", SITE_FILES, "file layouts", optional=True),
     )
 
     requests: pl.DataFrame
@@ -62,9 +66,13 @@ class SiteTrace(Tables):
     """:data:`iosets.schemas.JOBS` rows (with ``path``) of the jobs in ``ops``, as :func:`analyze` gives them;
     None when read from a site trace written without them."""
     skipped: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=_SKIPPED))
-    """``job_id``, ``path``, ``reason``: each log of a job in the window whose requests are not in ``ops``."""
+    """``job_id``, ``path``, ``reason``: each log of a job in the window whose requests are not in ``ops``, and each
+    file of a kept job whose LUSTRE records give it no layout (the reason names the file and the field)."""
     errors: pl.DataFrame = field(default_factory=ANALYSIS_ERRORS.empty)
     """:data:`iosets.schemas.ANALYSIS_ERRORS`: the inputs that could not be read, as :func:`analyze` lists them."""
+    files: pl.DataFrame | None = None
+    """:data:`iosets.schemas.SITE_FILES`: the layouts of the kept jobs' files, from their logs' LUSTRE records; None
+    when none of their logs has LUSTRE records (or when read from a site trace written without them)."""
 
 
 def _heatmap_requests(width: float, read: np.ndarray, write: np.ndarray) -> pl.DataFrame | None:
@@ -112,12 +120,12 @@ def _read_trace(path: str, timeout: float = DEFAULT_TIMEOUT) -> SiteOutcome:
     try:
         if sniff_format(path) == "darshan":
             job = read_darshan(path, timeout=timeout)
-            return ([log_row(job, path, _MIN_CONFIDENCE)], None), _log_requests(job)
+            return ([log_row(job, path, _MIN_CONFIDENCE)], None), _log_requests(job), job.layouts
         ops = ingest(path)
         jobs = analyze_requests(ops, min_confidence=_MIN_CONFIDENCE).with_columns(pl.lit(path).alias("path"))
-        return (jobs.to_dicts(), None), ops
+        return (jobs.to_dicts(), None), ops, None
     except Exception as exc:  # noqa: BLE001 - any failure of one trace is reported, not raised
-        return ([], error_row(path, exc)), None
+        return ([], error_row(path, exc)), None, None
 
 
 def _read_traces(files: list[str], workers: int | None, timeout: float) -> Iterator[tuple[int, SiteOutcome]]:
@@ -127,7 +135,7 @@ def _read_traces(files: list[str], workers: int | None, timeout: float) -> Itera
         return
     task = functools.partial(_read_trace, timeout=timeout)
     with Pool(min(workers or os.cpu_count() or 1, len(files))) as pool:
-        yield from pooled_replies(pool, task, files, timeout, lambda error: (([], error), None))
+        yield from pooled_replies(pool, task, files, timeout, lambda error: (([], error), None, None))
 
 
 def _phase_of(mid: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pl.Series:
@@ -156,6 +164,28 @@ def _darshan_job(job: JobLogs, requests: dict[str, pl.DataFrame | None]) -> tupl
         dated = (pl.col(c) + log["start"] for c in ("start", "end"))
         frames.append(found.with_columns(*dated, phase.alias("phase"), pl.lit(job.job_id).alias("job_id")))
     return frames, skipped
+
+
+def _job_layouts(job: JobLogs, layouts: dict[str, FileLayouts | None]) -> tuple[pl.DataFrame | None, list[dict]]:
+    """A merged Darshan job's file layouts (None when none of its logs has LUSTRE records), and a skip row per file
+    left without one (a file its logs give different layouts has none)."""
+    found = [(log["path"], got) for log in job.logs if (got := layouts[log["path"]]) is not None]
+    if not found:
+        return None, []
+    skipped = [{"job_id": job.job_id, "path": path, "reason": reason} for path, got in found for reason in got.refused]
+    fields = [c for c in SITE_FILES.names if c != "job_id"]
+    table = pl.concat([got.table.with_columns(pl.lit(path).alias("path")) for path, got in found])
+    distinct = table.unique(subset=fields, keep="first", maintain_order=True)
+    clashing = distinct["file"].is_duplicated()
+    for (file,), rows in distinct.filter(clashing).group_by("file", maintain_order=True):
+        first, other = rows.row(0, named=True), rows.row(1, named=True)
+        column = next(c for c in fields if first[c] != other[c])
+        reason = (
+            f"LUSTRE records of {file} disagree on {column} with {first['path']}: {other[column]} here, "
+            f"{first[column]} there; the file has no layout"
+        )
+        skipped.append({"job_id": job.job_id, "path": other["path"], "reason": reason})
+    return distinct.filter(~clashing).with_columns(pl.lit(job.job_id).alias("job_id")).select(SITE_FILES.names), skipped
 
 
 def _trace_job(job_id: str, found: pl.DataFrame) -> pl.DataFrame:
@@ -224,7 +254,10 @@ def site_trace(
         ``ops`` (:data:`iosets.schemas.SITE_REQUESTS`: ``job_id``, ``rank``, ``op``, ``offset``,
         ``size``, ``file``, ``start``, ``end``, ``phase``, ``synthetic``, sorted by start),
         ``jobs`` (their rows of the jobs table), ``skipped`` (``job_id``, ``path``, ``reason``:
-        logs with counters only, whose I/O has no date) and ``errors`` (inputs that failed).
+        logs with counters only, whose I/O has no date, and files whose LUSTRE records give them no
+        layout), ``errors`` (inputs that failed) and ``files`` (:data:`iosets.schemas.SITE_FILES`:
+        each file's stripe size and count, first OST and the file system's OSTs, from the LUSTRE
+        records of the kept jobs' logs; None when they have none).
 
     Examples
     --------
@@ -241,19 +274,24 @@ def site_trace(
     wrap = progress or (lambda iterable, total: iterable)
     found: dict[int, SiteOutcome] = dict(wrap(_read_traces(files, workers, timeout), len(files)))
     outcomes = [found[i] for i in range(len(files))]
-    analysis = _frames([outcome for outcome, _ in outcomes], _MIN_CONFIDENCE, per_log=False)
-    requests = {path: ops for path, (_, ops) in zip(files, outcomes, strict=True)}
-    rows = [row for (log_rows, _), _ in outcomes for row in log_rows]
+    analysis = _frames([outcome for outcome, _, _ in outcomes], _MIN_CONFIDENCE, per_log=False)
+    requests = {path: ops for path, (_, ops, _) in zip(files, outcomes, strict=True)}
+    layouts = {path: got for path, (_, _, got) in zip(files, outcomes, strict=True)}
+    rows = [row for (log_rows, _), _, _ in outcomes for row in log_rows]
     groups = {(job.job_id, job.logs[0]["path"]): job for job in group_logs(rows)}
     per_job: dict[str, dict] = {}  # a trace's requests split by job, as analyze_requests splits them
     frames: list[pl.DataFrame] = []
     skipped: list[dict] = []
+    job_files: dict[str, tuple[pl.DataFrame, list[dict]]] = {}  # a Darshan job's file layouts, and their skips
     for job_id, path in _in_window(analysis.jobs, bounds).select("job_id", "path").iter_rows():
         job = groups[(job_id, path)]
         if PART in job.logs[0]:
             job_frames, job_skipped = _darshan_job(job, requests)
             frames += job_frames
             skipped += job_skipped
+            table, refused = _job_layouts(job, layouts)
+            if table is not None:
+                job_files[job_id] = (table, refused)
         else:
             if path not in per_job:
                 trace_ops = requests[path]
@@ -263,9 +301,15 @@ def site_trace(
     ops = pl.concat([f.select(SITE_REQUESTS.names) for f in frames]) if frames else SITE_REQUESTS.empty()
     ops = SITE_REQUESTS.validate(ops.sort("start", maintain_order=True), source="site trace")
     kept = ops["job_id"].unique().to_list()
+    kept_ids = set(kept)
+    with_files = [pair for job_id, pair in job_files.items() if job_id in kept_ids]
+    skipped += [row for _, refused in with_files for row in refused]
     return SiteTrace(
         requests=ops,
         jobs=analysis.jobs.filter(pl.col("job_id").is_in(kept)),
         skipped=pl.DataFrame(skipped, schema=_SKIPPED),
         errors=analysis.errors,
+        files=SITE_FILES.validate(pl.concat([table for table, _ in with_files]), source="file layouts")
+        if with_files
+        else None,
     )

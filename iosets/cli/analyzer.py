@@ -232,6 +232,8 @@ def _ingest_site(traces: list[Path], lists: list[Path], output: Path, window: tu
             f"({int(site.requests['synthetic'].sum())} synthesised from HEATMAP); "
             f"skipped {skipped_jobs} counters-only jobs; their jobs table in {SiteTrace.paths(output)['jobs']}"
         )
+        if site.files is not None:
+            echo(f"{site.files.height} files with a layout from LUSTRE records in {SiteTrace.paths(output)['files']}")
     _wrote(written)
     _list_problems("skipped", [f"{path}: {reason}" for path, reason in site.skipped.select("path", "reason").rows()])
     _list_problems("failed", site.errors["reason"].to_list())

@@ -9,7 +9,9 @@ The records are serialized as darshan-util 3.5 reads them back:
 * DXT_POSIX / DXT_MPIIO: ``struct dxt_file_record`` (base record, shared flag, 64-byte hostname,
   write and read counts) followed by the write segments, then the read segments (32 bytes each);
 * HEATMAP: ``struct darshan_heatmap_record`` as laid out in memory, i.e. base record, bin width,
-  nbins and two (ignored) pointer slots, followed by the write bins, then the read bins.
+  nbins and two (ignored) pointer slots, followed by the write bins, then the read bins;
+* LUSTRE: version 1 (:func:`lustre_record_v1`, darshan 3.1 to 3.4) or version 2 (:func:`lustre_record_v2`,
+  darshan 3.5), as ``write_log(..., versions={"LUSTRE": 1})`` chooses.
 
 Module ids and versions are those of darshan 3.5 (``DARSHAN_MODULE_IDS``); darshan-util refuses
 a module whose version is newer than its own, and each module is written in increasing id order.
@@ -32,6 +34,7 @@ MOD_IDS = {
     "H5D": 4,
     "PNETCDF_FILE": 5,
     "PNETCDF_VAR": 6,
+    "LUSTRE": 8,
     "STDIO": 9,
     "DXT_POSIX": 10,
     "DXT_MPIIO": 11,
@@ -46,6 +49,7 @@ MOD_VERSIONS = {
     "H5D": 2,
     "PNETCDF_FILE": 3,
     "PNETCDF_VAR": 1,
+    "LUSTRE": 2,
     "STDIO": 2,
     "DXT_POSIX": 1,
     "DXT_MPIIO": 2,
@@ -175,6 +179,29 @@ def heatmap_record(module: str, rank: int, bin_width: float, write_bins, read_bi
     return _HEATMAP_HEAD.pack(HEATMAP_RECORD_IDS[module], rank, bin_width, len(w)) + w.tobytes() + r.tobytes()
 
 
+def lustre_record_v1(
+    rec_id: int, rank: int, *, osts: int, stripe_size: int, ost_ids=(), stripe_width: int | None = None
+) -> bytes:
+    """A version-1 LUSTRE record: id, rank, LUSTRE_OSTS, _MDTS (1), _STRIPE_OFFSET (0), _STRIPE_SIZE, _STRIPE_WIDTH
+    (the number of ``ost_ids`` unless given), then the OST ids."""
+    width = len(ost_ids) if stripe_width is None else stripe_width
+    head = struct.pack("<Qq5q", rec_id, rank, osts, 1, 0, stripe_size, width)
+    return head + struct.pack(f"<{len(ost_ids)}q", *ost_ids)
+
+
+def lustre_record_v2(rec_id: int, rank: int, components, ost_ids=()) -> bytes:
+    """A version-2 LUSTRE record: id, rank, num_comps, num_stripes, each component, then the OST ids.
+
+    ``components`` are (stripe size, stripe count, pattern) triples; each is written with flags 0, extent
+    [0, -1), mirror id 0 and an empty pool name.
+    """
+    comps = b"".join(
+        struct.pack("<7q16s", size, count, pattern, 0, 0, -1, 0, b"") for size, count, pattern in components
+    )
+    head = struct.pack("<Qq2q", rec_id, rank, len(components), len(ost_ids))
+    return head + comps + struct.pack(f"<{len(ost_ids)}q", *ost_ids)
+
+
 def _job(job: dict):
     """A ``struct darshan_job`` from uid, jobid, nprocs, start/end (sec, nsec) and metadata."""
     j = _ffi.new("struct darshan_job *")
@@ -196,9 +223,9 @@ def _namehash(names: dict, keep: list):
     return refs if names else _ffi.NULL
 
 
-def _put_mod(lib, fd, mod: str, buf: bytes) -> bool:
+def _put_mod(lib, fd, mod: str, buf: bytes, version: int) -> bool:
     """Append one module's serialized records, with the module's log format version."""
-    return lib.darshan_log_put_mod(fd, MOD_IDS[mod], _ffi.from_buffer(buf), len(buf), MOD_VERSIONS[mod]) == 0
+    return lib.darshan_log_put_mod(fd, MOD_IDS[mod], _ffi.from_buffer(buf), len(buf), version) == 0
 
 
 def write_log(
@@ -210,13 +237,15 @@ def write_log(
     names: dict | None = None,
     records: dict | None = None,
     partial=(),
+    versions: dict | None = None,
 ) -> None:
     """Write a Darshan log with darshan-util.
 
     ``job`` has uid, jobid, nprocs, start and end as (sec, nsec); ``mounts`` are
     (mount point, fs type) pairs (darshan-util only returns the exe when there is
     at least one); ``names`` maps record ids to names; ``records`` maps a module
-    name to its serialized records; ``partial`` names modules flagged as incomplete.
+    name to its serialized records; ``partial`` names modules flagged as incomplete; ``versions`` maps a
+    module to the format version its records are written in (default :data:`MOD_VERSIONS`).
     """
     lib = _library()
     mask = 0
@@ -235,7 +264,8 @@ def write_log(
         ok = ok and lib.darshan_log_put_mounts(fd, mnts, len(mounts)) == 0
         ok = ok and lib.darshan_log_put_namehash(fd, _namehash(names or {}, keep)) == 0
         for mod in sorted(records or {}, key=MOD_IDS.__getitem__):
-            ok = ok and _put_mod(lib, fd, mod, b"".join(records[mod]))
+            version = (versions or {}).get(mod, MOD_VERSIONS[mod])
+            ok = ok and _put_mod(lib, fd, mod, b"".join(records[mod]), version)
     finally:
         lib.darshan_log_close(fd)
     if not ok:

@@ -11,7 +11,14 @@ from typer.testing import CliRunner
 pytest.importorskip("darshan")
 sys.path.insert(0, str(Path(__file__).parents[1] / "analyzer"))  # the Darshan log writer the analyzer tests use
 
-from darshan_writer import HEATMAP_RECORD_IDS, counter_record, dxt_record, heatmap_record, write_log  # noqa: E402
+from darshan_writer import (  # noqa: E402
+    HEATMAP_RECORD_IDS,
+    counter_record,
+    dxt_record,
+    heatmap_record,
+    lustre_record_v1,
+    write_log,
+)
 
 from iosets.analyzer import ingest  # noqa: E402
 from iosets.cli import app  # noqa: E402
@@ -65,6 +72,38 @@ def test_site_writes_the_trace_and_prints_its_counts(tmp_path):
     assert jobs["job_id"].to_list() == ["1", "2", "3"] and jobs["start"][2] == T0 + 50
     assert ops.filter(pl.col("job_id") == "2")["start"].to_list() == [T0 + 101.0, T0 + 111.0]
     assert ops.filter(pl.col("synthetic"))["start"].to_list() == [T0 + 52.0, T0 + 53.0, T0 + 62.0, T0 + 63.0]
+
+
+def test_site_says_how_many_files_got_a_layout_and_why_the_others_did_not(tmp_path):
+    lustre = [
+        lustre_record_v1(101, 0, osts=16, stripe_size=4 * MIB, ost_ids=[3, 4]),
+        lustre_record_v1(102, 0, osts=16, stripe_size=-1, ost_ids=[5]),
+    ]
+    records = {"DXT_POSIX": [dxt_record(101, 0, writes=[(0, MIB, 1.0, 1.5)])], "POSIX": [_posix(MIB)], "LUSTRE": lustre}
+    job = {"uid": 1, "jobid": 5, "nprocs": 1, "start": (T0, 0), "end": (T0 + 60, 0)}
+    log = tmp_path / "lustre.darshan"
+    names = {101: "/scratch/out.dat", 102: "/scratch/bad.dat"}
+    write_log(
+        log,
+        job=job,
+        exe="/bin/app",
+        mounts=[("/scratch", "lustre")],
+        names=names,
+        records=records,
+        versions={"LUSTRE": 1},
+    )
+    out = tmp_path / "site.parquet"
+    result = runner.invoke(app, ["ingest", str(log), "--site", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        f"wrote {out}: 1 requests of 1 jobs (0 synthesised from HEATMAP); skipped 0 counters-only jobs; "
+        f"their jobs table in {tmp_path / 'site.jobs.parquet'}",
+        f"1 files with a layout from LUSTRE records in {tmp_path / 'site.files.parquet'}",
+        "warning: skipped 1:",
+        f"  {log}: LUSTRE record of /scratch/bad.dat (rank 0): LUSTRE_STRIPE_SIZE: expected bytes > 0, got -1; "
+        "the file has no layout",
+    ]
+    assert pl.read_parquet(tmp_path / "site.files.parquet").rows() == [("/scratch/out.dat", "5", 4 * MIB, 2, 3, 16)]
 
 
 def test_site_window_keeps_the_overlapping_jobs(tmp_path):

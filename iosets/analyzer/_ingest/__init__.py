@@ -12,6 +12,7 @@ Adding a format is one module that defines ``INGESTER`` and one line in the ``IN
 from ._base import Ingester, SkipReport
 from ._darshan import DarshanJob, read_darshan
 from ._darshan_counters import ModuleTotals
+from ._darshan_lustre import FileLayouts
 from ._ops import write_requests
 from ._registry import BLOCK_FORMATS, INGESTERS, ingest, read_blocktrace, read_requests, sniff_format
 
@@ -19,6 +20,7 @@ __all__ = [
     "BLOCK_FORMATS",
     "INGESTERS",
     "DarshanJob",
+    "FileLayouts",
     "Ingester",
     "ModuleTotals",
     "SkipReport",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import tempfile
@@ -20,7 +21,8 @@ from .._stage import IDLE, in_worker, mark_unsafe, note_stage
 from ._app_name import app_name
 from ._base import OPS_COLUMNS, Ingester, SkipReport
 from ._darshan_counters import COUNTER_MODULES, ModuleCounters, ModuleTotals, job_counters, reduce_module
-from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, LayoutError, check_regions, parse_layout
+from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, Layout, LayoutError, check_regions, parse_layout
+from ._darshan_lustre import FileLayouts, read_file_layouts
 
 __all__ = ["INGESTER", "DarshanJob", "read_darshan"]
 
@@ -76,6 +78,9 @@ class DarshanJob:
     memory and dropped every later segment, so its trace only covers the start of the run.
     ``source`` is then ``'heatmap'`` if the log has HEATMAP bins (they cover the whole run),
     else still ``'dxt'``; ``'counters'`` when there is neither.
+
+    ``layouts`` are the file layouts of the log's LUSTRE records (:class:`FileLayouts`: stripe size and count,
+    first OST, the file system's OST count, and why a file has none); None when the log has no LUSTRE module.
     """
 
     meta: dict
@@ -85,6 +90,7 @@ class DarshanJob:
     modules: tuple[ModuleTotals, ...]
     source: str
     partial_dxt: bool
+    layouts: FileLayouts | None = None
 
     @property
     def requests(self) -> pl.DataFrame | None:
@@ -362,8 +368,11 @@ def _drain(log: _Log, mod: str) -> None:
         log.release(buf)
 
 
-def _check_file(path: Path) -> None:
-    """Reject, before darshan-util sees them, missing, empty and compressed files and logs whose layout lies."""
+def _check_file(path: Path) -> tuple[bytes, Layout]:
+    """Reject, before darshan-util sees them, missing, empty and compressed files and logs whose layout lies.
+
+    Returns the log's bytes and their layout (header fields and regions).
+    """
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     data = path.read_bytes()
@@ -378,6 +387,7 @@ def _check_file(path: Path) -> None:
         check_regions(data, layout, (*RISKY_REGIONS, "name_map") if dxt else RISKY_REGIONS)
     except LayoutError as exc:
         raise InputError(f"{path}: {exc}") from None
+    return data, layout
 
 
 def _check_times(path: Path, meta: dict) -> None:
@@ -427,8 +437,8 @@ def read_darshan(path, *, isolated: bool = True, timeout: float = DEFAULT_TIMEOU
 
 
 def _read_checked(path: Path) -> DarshanJob:
-    """:func:`read_darshan` in this process: the checks in Python, then darshan-util."""
-    _check_file(path)
+    """:func:`read_darshan` in this process: the checks and the LUSTRE records in Python, then darshan-util."""
+    layouts = read_file_layouts(*_check_file(path))  # the log's bytes are let go before darshan-util reads it
     b = _backend()
     err: list = []
     try:
@@ -447,11 +457,11 @@ def _read_checked(path: Path) -> DarshanJob:
     if err and err[0].strip():  # warnings from darshan-util on a log that did load
         sys.stderr.write(err[0])
     _check_times(path, job.meta)
-    return job
+    return dataclasses.replace(job, layouts=layouts)
 
 
 def _read_all(b, path: Path) -> DarshanJob:
-    """Open the log with darshan-util and read everything read_darshan returns.
+    """Open the log with darshan-util and read everything read_darshan returns but the file layouts (read in Python).
 
     The modules iosets uses are read in header order: counter modules, DXT (the name records
     first), HEATMAP when the trace is missing or partial; then the other modules darshan-util

@@ -39,6 +39,7 @@ __all__ = [
     "Region",
     "check_regions",
     "parse_layout",
+    "region_content",
     "zlib_streams",
 ]
 
@@ -266,8 +267,8 @@ def _decompressor(comp_type: int):
     return zlib.decompressobj() if comp_type == 0 else bz2.BZ2Decompressor()
 
 
-def _content(data: bytes, region: Region, comp_type: int) -> bytes:
-    """The decompressed bytes of a region: its streams, which must fill it exactly."""
+def region_content(data: bytes, region: Region, comp_type: int) -> bytes:
+    """The decompressed bytes of a region: its streams, which must fill it exactly (else LayoutError)."""
     chunk = memoryview(data)[region.start : region.end]
     if comp_type == 2:
         return bytes(chunk)
@@ -335,7 +336,7 @@ def check_regions(data: bytes, layout: Layout, names: Collection[str] | None = N
     for region in layout.data_regions():
         if names is not None and region.name not in names:
             continue
-        content = _content(data, region, layout.comp_type)
+        content = region_content(data, region, layout.comp_type)
         if region.name == "name_map" and layout.version != "3.00":
             _check_names(content, region)
         elif region.name in _VARIABLE_RECORDS:
