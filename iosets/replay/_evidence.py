@@ -19,6 +19,9 @@ SIZE_SPREAD = 2.0
 """The overhead is told from the bandwidth when the requests that found the device idle differ in size by this
 factor (10th to 90th percentile)."""
 
+TAIL_RATIO = 3.0
+"""A rate limit shows as a heavy tail: requests found idle whose mean duration is this many times their median."""
+
 MAX_CONCURRENCY = 1024
 """The largest concurrency :func:`calibrate` tries."""
 
@@ -50,11 +53,12 @@ class TraceEvidence:
     overhead: Evidence
     seek: Evidence
     concurrency: Evidence
+    bucket: Evidence
     max_in_flight: int
 
     def of(self, name: str) -> Evidence:
-        """The evidence for parameter ``name``."""
-        return getattr(self, name)
+        """The evidence for parameter ``name`` (``rate`` and ``burst``: the rate limit's)."""
+        return self.bucket if name in ("rate", "burst") else getattr(self, name)
 
 
 def found_idle(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -136,7 +140,22 @@ def trace_evidence(
             overlapping, False, f"{overlapping} requests ran while others did (fewer than {MIN_EVIDENCE}): served one "
             "at a time"
         )
-    return TraceEvidence(bandwidth, overhead, seek, concurrency, min(most, MAX_CONCURRENCY))
+    return TraceEvidence(bandwidth, overhead, seek, concurrency, _bucket(end - start, idle), min(most, MAX_CONCURRENCY))
+
+
+def _bucket(duration: np.ndarray, idle: np.ndarray) -> Evidence:
+    """A rate limit with bursts: requests found idle mostly fast, a tail of them waiting for the limit (at least
+    :data:`MIN_EVIDENCE` of them, their mean duration :data:`TAIL_RATIO` times their median)."""
+    served = duration[idle]
+    if served.size < MIN_EVIDENCE:
+        return Evidence(int(served.size), False, f"fewer than {MIN_EVIDENCE} requests found the device idle")
+    median, mean = float(np.median(served)), float(served.mean())
+    waited = int((served > TAIL_RATIO * median).sum())
+    if mean >= TAIL_RATIO * median and waited >= MIN_EVIDENCE:
+        return Evidence(waited, True, f"{waited} of {served.size} requests found idle waited (mean {mean * 1e3:.3g} ms, "
+                        f"median {median * 1e3:.3g} ms): a rate limit with bursts")
+    return Evidence(waited, False, f"requests found idle take {mean / median:.2g}x their median on average (below "
+                    f"{TAIL_RATIO:g}x): no rate limit to see")
 
 
 def concurrency_candidates(most: int) -> list[int]:
