@@ -49,7 +49,9 @@ def fidelity(path: Path) -> dict:
 
 
 def main(paths: list[Path]) -> None:
-    print("| log | requests | phases | device (per target) | fit median | held-out median | held-out p90 | alone / recorded |")
+    print(
+        "| log | requests | phases | device (per target) | fit median | held-out median | held-out p90 | alone / recorded |"
+    )
     print("|---|---:|---:|---|---:|---:|---:|---:|")
     for path in paths:
         row = fidelity(path)
@@ -60,7 +62,10 @@ def main(paths: list[Path]) -> None:
             f"{device.overhead * 1e6:.0f} us, seek {device.seek * 1e3:.2f} ms, concurrency {device.concurrency} | "
             f"{row['in_sample']:.1%} | {held['median']:.1%} | {held['p90']:.1%} | {ratios} |"
         )
-        print(f"  ({row['seconds']:.1f} s to calibrate, held out by {row['by']}, {held['folds']:.0f} folds)", file=sys.stderr)
+        print(
+            f"  ({row['seconds']:.1f} s to calibrate, held out by {row['by']}, {held['folds']:.0f} folds)",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -21,9 +21,9 @@ import polars as pl
 from scipy.optimize import minimize
 
 from ..errors import InputError
-from ._closed import _build, _Chains, _run
+from ._closed import _build, _Chains, _PerRequest, _run
 from ._device import Device
-from ._evidence import MIN_EVIDENCE, TraceEvidence, between, concurrency_candidates, found_idle, trace_evidence
+from ._evidence import TraceEvidence, between, concurrency_candidates, found_idle, jumps, trace_evidence
 from ._requests import _scheduler_params
 from ._trace import RequestArrays
 
@@ -32,6 +32,16 @@ FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency")
 
 FOLDS = 5
 """Cross-validation folds (fewer when the trace has fewer jobs, or phases for one job)."""
+
+PHASE_SHARE = 1e-3
+"""The errors are over phases that last at least this share of their job's recorded span: a phase of one 80-byte
+request (16 us of an 11 s job) changes no runtime, and its error would weigh as much as the job's main phase."""
+
+_RATIO_FLOOR = 1e-3  # a phase replayed in no time counts as 1000 times too fast, not infinitely
+
+CONCURRENCY_GAIN = 0.1
+"""A concurrency above 1 is kept only when it lowers the phase error by this fraction: parallel service is not
+invented to absorb noise."""
 
 _MAX_EVALUATIONS = 60  # replays of one refinement
 _FOLD_EVALUATIONS = 30  # replays of a fold's refinement, from the full fit
@@ -84,7 +94,8 @@ class Calibration:
     held_out_by : str
         ``jobs`` (folds of whole jobs) or ``phases`` (one job: folds of its phases).
     n_phases, n_requests : int
-        Phases and requests of positive recorded duration the errors are over.
+        Phases the errors are over (lasting at least :data:`PHASE_SHARE` of their job's span) and requests of
+        positive recorded duration.
     """
 
     device: Device
@@ -115,66 +126,82 @@ class _Fit:
     chains: _Chains
     request_duration: np.ndarray  # recorded, per request in engine order
     phase_duration: np.ndarray  # recorded, per chain phase
+    counted: np.ndarray  # the phases the errors are over (PHASE_SHARE)
 
     def replay(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
-        """Replayed request and phase durations (engine order, chain phases) of the fcfs replay on ``device``."""
+        """Replayed request and phase durations (requests in engine order, chain phases) of the fcfs replay on
+        ``device`` (whose targets and striping are those the trace was built for)."""
         one = np.ones(self.trace.classes.size)
         got = _run(
             "fcfs",
             self.trace,
             self.chains,
             self.trace.server,
-            1,
+            self.trace.n_servers,
             device,
             one,
             one * 0,
             one * 0,
             _scheduler_params("fcfs", {}),
         )
-        return got[3] - got[1], got[6] - got[5]
+        per_request = _PerRequest.of(self.chains.first)
+        return per_request.max(got[3]) - per_request.first(got[1]), got[6] - got[5]
 
     def errors(self, device: Device, phases: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Relative errors of request and phase durations (positive recorded ones; of ``phases`` only if given)."""
         requests, replayed = self.replay(device)
-        keep = self.phase_duration > 0 if phases is None else phases & (self.phase_duration > 0)
+        keep = self.counted if phases is None else phases & self.counted
         return (
             _relative(requests, self.request_duration, self.request_duration > 0),
             _relative(replayed, self.phase_duration, keep),
         )
 
     def score(self, device: Device, phases: np.ndarray | None = None) -> float:
-        """The search's objective: median relative phase-duration error (request error without phases)."""
+        """The search's objective: the mean of |log(replayed / recorded)| over phases (over requests without
+        phases): symmetric in too slow and too fast, and no phase far off is hidden by a median of few."""
         requests, phase_errors = self.errors(device, phases)
         errors = phase_errors if phase_errors.size else requests
-        return float(np.median(errors)) if errors.size else 0.0
+        return float(np.mean(np.abs(np.log(np.maximum(errors + 1.0, _RATIO_FLOOR))))) if errors.size else 0.0
+
+
+def _counted(phases: pl.DataFrame, duration: np.ndarray) -> np.ndarray:
+    """The phases that last at least :data:`PHASE_SHARE` of their job's recorded span."""
+    span = phases.select((pl.col("recorded_end").max() - pl.col("recorded_start").min()).over("_job"))
+    return duration >= np.maximum(PHASE_SHARE * span.to_series().to_numpy(), np.finfo(float).tiny)
 
 
 def _relative(replayed: np.ndarray, recorded: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    """|replayed - recorded| / recorded where ``keep``."""
-    return np.abs(replayed[keep] - recorded[keep]) / recorded[keep]
+    """replayed / recorded - 1 where ``keep``."""
+    return replayed[keep] / recorded[keep] - 1.0
 
 
 def _closed_form(
-    trace: RequestArrays, start: np.ndarray, end: np.ndarray, evidence: TraceEvidence, fit: set[str]
+    size: np.ndarray,
+    stream: np.ndarray,
+    offset: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    evidence: TraceEvidence,
+    fit: set[str],
 ) -> dict[str, float]:
     """Bandwidth, overhead and seek from a least-squares line over the requests that found the device idle.
 
     Without two such requests of different sizes, all requests are used. A parameter without evidence (or not
-    to fit) is left out of the line (0). A non-positive slope falls back on bandwidth = bytes / time of the
-    requests of at least median size.
+    to fit) is left out of the line (0); without a seek to fit, the line is over the more common of jumping and
+    contiguous requests (the overhead then carries what the seek would). A non-positive slope falls back on
+    bandwidth = bytes / time of the requests of at least median size.
     """
     idle = found_idle(start, end)
     duration = end - start
-    if np.unique(trace.size[idle]).size < 2:
+    if np.unique(size[idle]).size < 2:
         idle = duration > 0
-    size, duration = trace.size[idle], duration[idle]
-    continues = np.r_[
-        False, (trace.stream[1:] == trace.stream[:-1]) & (trace.offset[1:] == trace.offset[:-1] + trace.size[:-1])
-    ]
+    jumped = jumps(stream, offset, size)
+    with_seek = "seek" in fit and evidence.seek.usable and 0 < jumped[idle].sum() < idle.sum()
+    if not with_seek:
+        idle &= jumped if 2 * jumped[idle].sum() >= idle.sum() else ~jumped
+    size, duration, jumped = size[idle], duration[idle], jumped[idle]
     with_overhead = "overhead" in fit and evidence.overhead.usable
-    jumps = (~continues[idle]).astype(np.float64)
-    with_seek = "seek" in fit and evidence.seek.usable and 0 < jumps.sum() < jumps.size
-    columns = [size] + ([np.ones(size.size)] if with_overhead else []) + ([jumps] if with_seek else [])
+    columns = [size] + ([np.ones(size.size)] if with_overhead else []) + ([jumped * 1.0] if with_seek else [])
     coef = list(np.linalg.lstsq(np.column_stack(columns), duration, rcond=None)[0])
     slope = coef.pop(0)
     if slope > 0:
@@ -188,9 +215,18 @@ def _closed_form(
 
 
 def _refine(
-    score: Callable[[Device], float], device: Device, names: list[str], scale: float, evaluations: int
+    score: Callable[[Device], float],
+    device: Device,
+    names: list[str],
+    scale: float,
+    evaluations: int,
+    reach: int = 1,
 ) -> Device:
-    """``device`` with ``names`` moved by a bounded Powell search on ``score``; kept only if it helps."""
+    """``device`` with ``names`` moved by a bounded Powell search on ``score``; kept only if it helps.
+
+    The bandwidth stays within [start / spread, start x spread x ``reach``] (``reach``: the most requests the
+    trace had in flight at once, whose streams together may move that much more than one), the costs within
+    [0, max(spread x start, ``scale``)]."""
     if not names:
         return device
 
@@ -199,7 +235,7 @@ def _refine(
         value = getattr(device, name)
         if name == "bandwidth":
             start.append(np.log(value))
-            bounds.append((np.log(value / _SPREAD), np.log(value * _SPREAD)))
+            bounds.append((np.log(value / _SPREAD), np.log(value * _SPREAD * reach)))
         else:
             start.append(value)
             bounds.append((0.0, max(_SPREAD * value, scale)))
@@ -233,24 +269,28 @@ def _with_concurrency(device: Device, concurrency: int) -> Device:
 def _fit_concurrency(
     score: Callable[[Device], float], device: Device, names: list[str], scale: float, most: int
 ) -> Device:
-    """The concurrency (1 to ``most``) whose refined device scores best: powers of two, then the integers around
-    the best of them."""
+    """The refined device serving one unit at a time, unless a concurrency (2 to ``most``: powers of two, then
+    the integers around the best of them) fits the phases clearly better (:data:`CONCURRENCY_GAIN`)."""
+    alone = _refine(score, _with_concurrency(device, 1), names, scale, _MAX_EVALUATIONS, most)
+    if most < 2:
+        return alone
     tried: dict[int, tuple[float, Device]] = {}
 
     def attempt(concurrency: int) -> None:
         if concurrency not in tried:
-            refined = _refine(score, _with_concurrency(device, concurrency), names, scale, _COARSE_EVALUATIONS)
+            refined = _refine(score, _with_concurrency(alone, concurrency), names, scale, _COARSE_EVALUATIONS, most)
             tried[concurrency] = (score(refined), refined)
 
-    coarse = concurrency_candidates(most)
+    coarse = [c for c in concurrency_candidates(most) if c >= 2]
     for concurrency in coarse:
         attempt(concurrency)
     best = min(tried, key=lambda c: (tried[c][0], c))
     at = coarse.index(best)
-    for concurrency in between(coarse[max(at - 1, 0)], coarse[min(at + 1, len(coarse) - 1)]):
-        attempt(concurrency)
+    for concurrency in between(coarse[at - 1] if at else 1, coarse[min(at + 1, len(coarse) - 1)]):
+        attempt(max(concurrency, 2))
     best = min(tried, key=lambda c: (tried[c][0], c))
-    return tried[best][1]
+    parallel = _refine(score, tried[best][1], names, scale, _MAX_EVALUATIONS, most)
+    return parallel if score(parallel) < (1.0 - CONCURRENCY_GAIN) * score(alone) else alone
 
 
 def _fit(
@@ -268,8 +308,9 @@ def _fit(
     def score(device: Device) -> float:
         return fit.score(device, phases)
 
-    device = _fit_concurrency(score, base, names, scale, most) if fit_concurrency else base
-    return _refine(score, device, names, scale, evaluations)
+    if fit_concurrency:
+        return _fit_concurrency(score, base, names, scale, most)
+    return _refine(score, base, names, scale, evaluations, most)
 
 
 def _folds(phase_job: np.ndarray, positive: np.ndarray) -> tuple[str, np.ndarray, int]:
@@ -283,15 +324,13 @@ def _folds(phase_job: np.ndarray, positive: np.ndarray) -> tuple[str, np.ndarray
     return "phases", np.where(positive, order % max(folds, 1), -1), folds if folds >= 2 else 0
 
 
-def _cross_validate(
-    fit: _Fit, device: Device, names: list[str], phase_job: np.ndarray
-) -> tuple[str, dict[str, float]]:
+def _cross_validate(fit: _Fit, device: Device, names: list[str], phase_job: np.ndarray) -> tuple[str, dict[str, float]]:
     """Held-out errors: each fold's phases replayed on the device fitted (from ``device``) on the other folds.
 
     The concurrency stays the full fit's (an integer chosen among few); bandwidth, overhead and seek are fitted
     again per fold.
     """
-    positive = fit.phase_duration > 0
+    positive = fit.counted
     by, fold, folds = _folds(phase_job, positive)
     held: list[np.ndarray] = []
     for k in range(folds):
@@ -333,6 +372,7 @@ def calibrate(
     fit=FIT_PARAMETERS,
     device: Device | None = None,
     fix: Mapping[str, float] | None = None,
+    layout: pl.DataFrame | None = None,
     cross_validate: bool = True,
 ) -> Calibration:
     """Fit the device so that the fcfs closed-loop replay reproduces the recorded request and phase durations.
@@ -353,6 +393,9 @@ def calibrate(
         when None.
     fix : mapping of str to float, default=None
         Parameters pinned to a value (any :class:`Device` field, e.g. ``{"seek": 0}``): never fitted.
+    layout : polars.DataFrame, default=None
+        The files' striping (:data:`iosets.replay.LAYOUT`, e.g. from ``SiteTrace.files``), as
+        :func:`replay_trace` takes it.
     cross_validate : bool, default=True
         Also fit on part of the jobs (or phases) and report the error on the others (:attr:`Calibration.held_out`).
 
@@ -379,23 +422,26 @@ def calibrate(
     if strange:
         raise InputError(f"fix: unknown device parameters {strange}; expected some of {', '.join(sorted(known))}")
     base = Device.from_dict({**(device or Device()).to_dict(), "iops": 0.0, **fixed}, source="fix")
-    trace, chains, phases, keys = _build(site_requests, None)
+    plain, _, _, keys = _build(site_requests, None)  # the recorded requests, unsplit: the evidence
     start, end = keys["start"].to_numpy(), keys["end"].to_numpy()
     if not (end > start).any():
         raise InputError("site ops: no request has a positive duration (end > start): nothing to calibrate on")
-    recorded = _Fit(trace, chains, end - start, (phases["recorded_end"] - phases["recorded_start"]).to_numpy())
-    evidence = trace_evidence(start, end, trace.size, trace.stream, trace.offset, trace.phase)
+    trace, chains, phases, _ = _build(site_requests, None, device=base, layout=layout)
+    phase_duration = (phases["recorded_end"] - phases["recorded_start"]).to_numpy()
+    recorded = _Fit(trace, chains, end - start, phase_duration, _counted(phases, phase_duration))
+    evidence = trace_evidence(start, end, plain.size, plain.stream, plain.offset, plain.phase)
     wanted = set(fit) - set(fixed)
     usable = {name for name in wanted if evidence.of(name).usable}
-    neutral = {name: 0.0 for name in ("overhead", "seek") if name in wanted - usable}
-    estimate = _closed_form(trace, start, end, evidence, usable)
-    start_device = replace(base, **neutral, **{name: estimate[name] for name in ("bandwidth", "overhead", "seek")
-                                                if name in usable})
+    estimate = _closed_form(plain.size, plain.stream, plain.offset, start, end, evidence, usable)
+    costs = {
+        name: estimate[name] if name in usable else 0.0 for name in ("bandwidth", "overhead", "seek") if name in wanted
+    }
+    start_device = replace(base, **costs)
     if "concurrency" in wanted - usable:
         start_device = _with_concurrency(start_device, 1)
     names = [name for name in ("bandwidth", "overhead", "seek") if name in usable]
     current = _fit(recorded, start_device, names, "concurrency" in usable, evidence.max_in_flight)
-    requests, phase_errors = recorded.errors(current)
+    requests, phase_errors = (np.abs(errors) for errors in recorded.errors(current))
     by, held_out = (
         _cross_validate(recorded, current, names, chains.job)
         if cross_validate
@@ -420,5 +466,3 @@ def calibrate(
 def _quantile(values: np.ndarray, q: float) -> float:
     """The q-quantile, NaN for no values."""
     return float(np.quantile(values, q)) if values.size else float("nan")
-
-

@@ -106,8 +106,11 @@ def trace_evidence(
     else:
         spread = False
     if spread:
-        overhead = Evidence(int(idle.sum()), True, f"{int(idle.sum())} requests found the device idle, of sizes "
-                            f"{low:.3g} to {high:.3g} B")
+        overhead = Evidence(
+            int(idle.sum()),
+            True,
+            f"{int(idle.sum())} requests found the device idle, of sizes {low:.3g} to {high:.3g} B",
+        )
     elif overlapping >= MIN_EVIDENCE:
         overhead = Evidence(overlapping, True, f"{overlapping} requests ran while others did (up to {most} at once)")
     else:
@@ -137,8 +140,9 @@ def trace_evidence(
         concurrency = Evidence(overlapping, True, f"{overlapping} requests ran while others did (up to {most} at once)")
     else:
         concurrency = Evidence(
-            overlapping, False, f"{overlapping} requests ran while others did (fewer than {MIN_EVIDENCE}): served one "
-            "at a time"
+            overlapping,
+            False,
+            f"{overlapping} requests ran while others did (fewer than {MIN_EVIDENCE}): served one at a time",
         )
     return TraceEvidence(bandwidth, overhead, seek, concurrency, _bucket(end - start, idle), min(most, MAX_CONCURRENCY))
 
@@ -152,10 +156,18 @@ def _bucket(duration: np.ndarray, idle: np.ndarray) -> Evidence:
     median, mean = float(np.median(served)), float(served.mean())
     waited = int((served > TAIL_RATIO * median).sum())
     if mean >= TAIL_RATIO * median and waited >= MIN_EVIDENCE:
-        return Evidence(waited, True, f"{waited} of {served.size} requests found idle waited (mean {mean * 1e3:.3g} ms, "
-                        f"median {median * 1e3:.3g} ms): a rate limit with bursts")
-    return Evidence(waited, False, f"requests found idle take {mean / median:.2g}x their median on average (below "
-                    f"{TAIL_RATIO:g}x): no rate limit to see")
+        return Evidence(
+            waited,
+            True,
+            f"{waited} of {served.size} requests found idle waited (mean {mean * 1e3:.3g} ms, "
+            f"median {median * 1e3:.3g} ms): a rate limit with bursts",
+        )
+    return Evidence(
+        waited,
+        False,
+        f"requests found idle take {mean / median:.2g}x their median on average (below "
+        f"{TAIL_RATIO:g}x): no rate limit to see",
+    )
 
 
 def concurrency_candidates(most: int) -> list[int]:

@@ -57,7 +57,9 @@ def test_no_contention_is_invented_where_the_runs_had_none(calibrated, rep):
     for row in replay.jobs.iter_rows(named=True):
         name = job_name("together", rep, row["job_id"])
         measured = next(r for r in TRUTH["runs"] if r["rep"] == rep and r["job"] == name)
-        print(f"r{rep} {name}: stretch predicted {row['stretch']:.3f} measured {measured['stretch']:.3f}; "
-              f"I/O slowdown predicted {row['io_slowdown']:.3f} measured {measured['io_slowdown']:.3f}")
+        print(
+            f"r{rep} {name}: stretch predicted {row['stretch']:.3f} measured {measured['stretch']:.3f}; "
+            f"I/O slowdown predicted {row['io_slowdown']:.3f} measured {measured['io_slowdown']:.3f}"
+        )
         assert measured["stretch"] < 1.05
         assert row["stretch"] <= 1.3
