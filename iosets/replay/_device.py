@@ -62,7 +62,8 @@ class Device:
         If > 0, fixed-IOPS mode: every unit costs 1 / iops, whatever its size
         (the IOPS examples of the RBFQ paper); units then follow each other, whatever the concurrency.
     targets : int, default=1
-        Storage targets, 1 to 65536: the engine's servers.
+        Storage targets, 1 to 65536: the trace replay's servers (the request replay takes its
+        servers from ``server_by``). Striping and the client link are the trace replay's too.
     concurrency : int, default=1
         Units a target serves at once, 1 to 65536.
     stripe_size : int, default=1048576
