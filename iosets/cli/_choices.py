@@ -15,7 +15,19 @@ VALIDATE_POLICIES = ("system", "set-10", "fair-share", "exclusive-fcfs", "share-
 SCHEDULERS = ("fcfs", "time-order", "wfq", "iosets-wfq", "rbfq", "fairio", "aioli")
 """iosets.replay.SCHEDULERS"""
 
-DEVICE_PARAMETERS = ("queue_depth", "bandwidth", "overhead", "seek", "iops")
+DEVICE_PARAMETERS = (
+    "queue_depth",
+    "bandwidth",
+    "overhead",
+    "seek",
+    "iops",
+    "targets",
+    "concurrency",
+    "stripe_size",
+    "stripe_count",
+    "client_bandwidth",
+    "ranks_per_node",
+)
 """The fields of iosets.replay.Device"""
 
 FIGURES = ("fig6", "fig7", "fig8", "fig9", "fig10")

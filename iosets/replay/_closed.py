@@ -7,13 +7,19 @@ requests in recorded order with at most d outstanding (d: the rank's largest num
 overlapping requests in that phase, at least 1): request i is released by the completion
 of the rank's request i - d (the first d by the phase's opening) plus its recorded think
 time. Compute is never slowed. Requests with a null phase are one-request phases.
+
+On a device of several targets, or with striping (a stripe count above 1, a ``layout``),
+each request is split at stripe boundaries into one part per target it touches
+(:mod:`._striping`): its parts are released together, each goes to its target, and the
+request completes when its last part does. With a client bandwidth, a job's parts leave
+its nodes no faster than client_bandwidth x its nodes.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
@@ -25,7 +31,11 @@ from . import _engine
 from ._device import Device
 from ._model_check import alone_ratio
 from ._requests import SCHEDULERS, _per_class, _scheduler_params
+from ._striping import StreamLayouts, split_requests, stream_layouts
 from ._trace import RequestArrays, _dense
+
+_MAX_SERVERS = 2**31 - 1
+"""The engine numbers servers in 32 bits."""
 
 
 @dataclass(frozen=True)
@@ -36,11 +46,15 @@ class TraceReplay:
     ----------
     scheduler : str
     trace : RequestArrays
-        The requests in engine order (recorded start order), ``arrival`` their recorded
-        start, ``phase`` their chain phase.
+        The engine's arrays: the requests' parts in engine order (recorded start order, a
+        request's parts consecutive; one part per request on one target without striping),
+        ``arrival`` their request's recorded start, ``server`` their target, ``offset`` their
+        offset in the target's object, ``phase`` their chain phase, ``order`` their request's row.
     requests : polars.DataFrame
-        Per request of ``trace``: ``row`` (in the site ops), ``job_id``, ``class``,
-        ``phase`` (index in its job), ``release``, ``dispatch``, ``complete``, ``unit``, ``size`` (bytes).
+        Per recorded request, in engine order: ``row`` (in the site ops), ``job_id``, ``class``,
+        ``phase`` (index in its job), then over its parts: ``release``, ``dispatch`` and ``served``
+        the earliest (when it was released, handed to a target, and a target began serving it),
+        ``complete`` the last, ``unit`` the first part's, ``size`` the sum (its bytes).
     phases : polars.DataFrame
         Per phase: ``job_id``, ``phase``, ``recorded_start``, ``recorded_end``, ``start``, ``end``.
     jobs : polars.DataFrame
@@ -72,6 +86,8 @@ class _Chains:
     prev: np.ndarray  # int32 [n_phases]
     gap: np.ndarray  # float64 [n_phases]
     job: np.ndarray  # int32 [n_phases]
+    first: np.ndarray | None = None  # int64 [n]: parts (None: each request one part)
+    client_rate: np.ndarray | None = None  # float64 [n_jobs]: bytes/s of each job's client link
 
 
 def _class_labels(frame: pl.DataFrame, classes) -> pl.Series:
@@ -159,8 +175,19 @@ def _streams(frame: pl.DataFrame) -> np.ndarray:
     return stream
 
 
-def _build(site_requests: pl.DataFrame, classes) -> tuple[RequestArrays, _Chains, pl.DataFrame, pl.DataFrame]:
-    """The trace (engine order: recorded start, then row), its chains, the phase table and the request keys."""
+def _client_rates(frame: pl.DataFrame, device: Device) -> np.ndarray | None:
+    """Per job (job_id order): client_bandwidth x its nodes, ceil(distinct ranks / ranks_per_node); None: no limit."""
+    if device.client_bandwidth == 0:
+        return None
+    ranks = frame.group_by("job_id").agg(pl.col("rank").n_unique().cast(pl.Int64)).sort("job_id")["rank"].to_numpy()
+    return device.client_bandwidth * -(-ranks // device.ranks_per_node)
+
+
+def _build(
+    site_requests: pl.DataFrame, classes, *, device: Device | None = None, layout: pl.DataFrame | None = None
+) -> tuple[RequestArrays, _Chains, pl.DataFrame, pl.DataFrame]:
+    """The trace (engine order: recorded start, then row; parts on ``device``'s targets), its chains,
+    the phase table and the request keys (one row per request)."""
     frame = SITE_REQUESTS.validate(site_requests, source="site ops", require=("end",)).with_row_index("_row")
     if frame["end"].null_count():
         row = int(frame["_row"].filter(frame["end"].is_null())[0])
@@ -179,12 +206,14 @@ def _build(site_requests: pl.DataFrame, classes) -> tuple[RequestArrays, _Chains
     index = phases["phase"].to_numpy()
     prev = np.where(index > 0, np.arange(phases.height) - 1, -1).astype(np.int32)
     previous_end = phases["recorded_end"].to_numpy()[np.maximum(prev, 0)]
+    device = device or Device()
     chains = _Chains(
         gate=gate,
         think=np.maximum(start - released_after, 0.0),
         prev=prev,
         gap=np.where(prev >= 0, np.maximum(opening - previous_end, 0.0), opening),
         job=phases["_job"].to_numpy(),
+        client_rate=_client_rates(frame, device),
     )
     stream = _streams(frame)
     trace = RequestArrays(
@@ -202,9 +231,37 @@ def _build(site_requests: pl.DataFrame, classes) -> tuple[RequestArrays, _Chains
         n_phases=phases.height,
         order=frame["_row"].cast(pl.Int64).to_numpy(),
     )
+    if device.targets > 1 or device.stripe_count > 1 or layout is not None:
+        files = frame["file"].drop_nulls().unique().sort()  # the file streams, in stream order
+        trace, chains = _split(trace, chains, stream_layouts(files, trace.n_streams, device, layout), device.targets)
     phases = phases.with_columns(job_id=job_names.gather(phases["_job"]).set_sorted())  # in job order
     keys = frame.select("job_id", "_class", pl.Series("_index", index[phase]), "start", "end")
     return trace, chains, phases, keys
+
+
+def _split(
+    trace: RequestArrays, chains: _Chains, layouts: StreamLayouts, targets: int
+) -> tuple[RequestArrays, _Chains]:
+    """The trace and chains of the requests' parts on ``targets`` targets (``trace`` itself when none is split)."""
+    parts = split_requests(trace.offset, trace.size, trace.stream, layouts, targets)
+    if parts.n == trace.n:  # one part per request: the requests themselves, on their targets
+        arrays = replace(trace, server=parts.target, offset=parts.offset, n_servers=targets)
+        return arrays, chains
+    arrays = replace(
+        trace,
+        arrival=parts.spread(trace.arrival),
+        size=parts.size,
+        offset=parts.offset,
+        cls=parts.spread(trace.cls),
+        stream=parts.spread(trace.stream),
+        server=parts.target,
+        phase=parts.spread(trace.phase),
+        op=parts.spread(trace.op),
+        n_servers=targets,
+        order=parts.spread(trace.order),
+    )
+    gate = np.where(chains.gate >= 0, parts.starts[np.maximum(chains.gate, 0)], -1)  # a gate is a first part
+    return arrays, replace(chains, gate=parts.spread(gate), think=parts.spread(chains.think), first=parts.first)
 
 
 def _run(
@@ -218,8 +275,11 @@ def _run(
     reservation: np.ndarray,
     limit: np.ndarray,
     vector: np.ndarray,
+    *,
+    served: np.ndarray | None = None,
 ) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One closed-loop C call: (n_units, release, dispatch, complete, unit, phase_start, phase_end)."""
+    """One closed-loop C call: (n_units, release, dispatch, complete, unit, phase_start, phase_end), per
+    request of the engine (part) or phase; ``served``, when given, is filled with the service-slot dates."""
     release, dispatch, complete = np.empty((3, trace.n))  # the engine writes every entry, or raises
     unit = np.empty(trace.n, dtype=np.int64)
     phase_start, phase_end = np.empty((2, trace.n_phases))
@@ -231,6 +291,8 @@ def _run(
         prev=chains.prev,
         gap=chains.gap,
         job=chains.job,
+        first=chains.first,
+        client_rate=chains.client_rate,
         device=device,
         weight=weight,
         reservation=reservation,
@@ -242,6 +304,7 @@ def _run(
         unit=unit,
         phase_start=phase_start,
         phase_end=phase_end,
+        served=served,
     )
     return n_units, release, dispatch, complete, unit, phase_start, phase_end
 
@@ -256,13 +319,14 @@ def replay_trace(
     limits=None,
     device: Device | None = None,
     params: Mapping[str, float] | None = None,
+    layout: pl.DataFrame | None = None,
 ) -> TraceReplay:
     """Replay a site trace in a closed loop through ``scheduler`` and predict each job's runtime.
 
     Each job replays as a chain of its I/O phases (see the module docstring): a slowed
     request delays the rank's next ones, a slowed phase delays the job's next phases,
     compute gaps and think times are kept. Each job is also replayed alone on the device
-    (fcfs, one call for all jobs: each on its own device) for its stretch.
+    (fcfs, one call for all jobs: each on its own copy of the device's targets) for its stretch.
 
     Parameters
     ----------
@@ -279,6 +343,10 @@ def replay_trace(
         Device model; ``Device()`` when None.
     params : mapping, default=None
         The scheduler's scalar parameters (see :data:`SCHEDULER_PARAMS`).
+    layout : polars.DataFrame, default=None
+        Files' striping (:data:`LAYOUT`: ``file``, ``stripe_size``, ``stripe_count``,
+        ``first_target``); files without a row take the device's ``stripe_size`` and
+        ``stripe_count``, and a round-robin first target.
 
     Returns
     -------
@@ -298,48 +366,96 @@ def replay_trace(
     check_choice(scheduler, "scheduler", SCHEDULERS)
     vector = _scheduler_params(scheduler, dict(params or {}))
     device = device or Device()
-    trace, chains, phases, keys = _build(site_requests, classes)
+    trace, chains, phases, keys = _build(site_requests, classes, device=device, layout=layout)
     weight = _per_class(weights, trace, "weights", 1.0)
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)
+    n_jobs = int(chains.job.max(initial=-1)) + 1
+    if n_jobs * trace.n_servers > _MAX_SERVERS:
+        raise InputError(
+            f"device targets: the alone replay gives each of the {n_jobs} jobs its own {trace.n_servers} targets, "
+            f"more than {_MAX_SERVERS} servers in all"
+        )
+    served = np.empty(trace.n)
     begin = time.perf_counter()
     n_units, release, dispatch, complete, unit, start, end = _run(
-        scheduler, trace, chains, trace.server, 1, device, weight, reservation, limit, vector
+        scheduler,
+        trace,
+        chains,
+        trace.server,
+        trace.n_servers,
+        device,
+        weight,
+        reservation,
+        limit,
+        vector,
+        served=served,
     )
     seconds = time.perf_counter() - begin
     none = np.zeros(trace.classes.size)
-    alone = _run(  # every job on its own device
+    alone = _run(  # every job on its own copy of the targets
         "fcfs",
         trace,
         chains,
-        chains.job[trace.phase],
-        int(chains.job.max(initial=-1)) + 1,
+        chains.job[trace.phase] * trace.n_servers + trace.server,
+        n_jobs * trace.n_servers,
         device,
         none + 1,
         none,
         none,
         _scheduler_params("fcfs", {}),
     )
+    per_request = _PerRequest.of(chains.first)
+    release = per_request.min(release)
+    complete = per_request.max(complete)
     requests = pl.DataFrame(
         {
-            "row": trace.order,
+            "row": per_request.first(trace.order),
             "job_id": keys["job_id"],
             "class": keys["_class"],
             "phase": keys["_index"],
             "release": release,
-            "dispatch": dispatch,
+            "dispatch": per_request.min(dispatch),
+            "served": per_request.min(served),
             "complete": complete,
-            "unit": unit,
-            "size": trace.size,
+            "unit": per_request.first(unit),
+            "size": per_request.sum(trace.size),
         }
     )
     phase_frame = phases.select("job_id", "phase", "recorded_start", "recorded_end").with_columns(start=start, end=end)
     runs = keys.select("job_id", "start", "end").with_columns(
-        release=release, complete=complete, alone_release=alone[1], alone_complete=alone[3]
+        release=release,
+        complete=complete,
+        alone_release=per_request.min(alone[1]),
+        alone_complete=per_request.max(alone[3]),
     )
     io_time = phase_frame.with_columns(alone_start=alone[5], alone_end=alone[6])
     jobs = _jobs(runs, io_time)
     return TraceReplay(scheduler, trace, requests, phase_frame, jobs, n_units, seconds)
+
+
+@dataclass(frozen=True)
+class _PerRequest:
+    """The parts' values reduced to their requests; ``starts``: each request's first part (None: every
+    request is one part, values pass through)."""
+
+    starts: np.ndarray | None
+
+    @classmethod
+    def of(cls, first: np.ndarray | None) -> _PerRequest:
+        return cls(None if first is None else np.flatnonzero(first == np.arange(first.size)))
+
+    def first(self, values: np.ndarray) -> np.ndarray:
+        return values if self.starts is None else values[self.starts]
+
+    def min(self, values: np.ndarray) -> np.ndarray:
+        return values if self.starts is None else np.minimum.reduceat(values, self.starts)
+
+    def max(self, values: np.ndarray) -> np.ndarray:
+        return values if self.starts is None else np.maximum.reduceat(values, self.starts)
+
+    def sum(self, values: np.ndarray) -> np.ndarray:
+        return values if self.starts is None else np.add.reduceat(values, self.starts)
 
 
 def _jobs(runs: pl.DataFrame, phases: pl.DataFrame) -> pl.DataFrame:

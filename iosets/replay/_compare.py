@@ -114,10 +114,12 @@ def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str,
     return {job: sets.get(job, conservative) for job in trace_jobs}, rec_sets, per_set.sort("set")
 
 
-def _replay(site_requests, scheduler: str, job_sets: dict[str, int], per_set: pl.DataFrame, device) -> TraceReplay:
+def _replay(
+    site_requests, scheduler: str, job_sets: dict[str, int], per_set: pl.DataFrame, device, layout
+) -> TraceReplay:
     """One scheduler's closed-loop replay with its classes and per-class parameters."""
     if scheduler not in SET_SCHEDULERS:
-        return replay_trace(site_requests, scheduler=scheduler, device=device)
+        return replay_trace(site_requests, scheduler=scheduler, device=device, layout=layout)
     column = dict(zip(per_set["set"].to_list(), per_set.iter_rows(named=True), strict=True))
     used = set(job_sets.values())
 
@@ -126,7 +128,12 @@ def _replay(site_requests, scheduler: str, job_sets: dict[str, int], per_set: pl
 
     if scheduler == "iosets-wfq":
         return replay_trace(
-            site_requests, scheduler=scheduler, classes=job_sets, weights=of("wfq_weight"), device=device
+            site_requests,
+            scheduler=scheduler,
+            classes=job_sets,
+            weights=of("wfq_weight"),
+            device=device,
+            layout=layout,
         )
     return replay_trace(
         site_requests,
@@ -136,35 +143,20 @@ def _replay(site_requests, scheduler: str, job_sets: dict[str, int], per_set: pl
         reservations=of("rbfq_reservation"),
         limits=of("rbfq_limit"),
         device=device,
+        layout=layout,
     )
-
-
-def _served(result: TraceReplay) -> pl.Series:
-    """Per request, the date the device began serving its unit: the device serves units one at a time in dispatch
-    order, so a unit starts at its dispatch or at the previous unit's completion, whichever is later."""
-    units = (
-        result.requests.group_by("unit")
-        .agg(pl.col("dispatch").min(), pl.col("complete").max())
-        .sort("complete", "unit")
-        .select("unit", pl.max_horizontal("dispatch", pl.col("complete").shift(1)).alias("served"))
-    )
-    return result.requests.select("unit").join(units, on="unit", how="left", maintain_order="left")["served"]
 
 
 def _phases(result: TraceReplay, scheduler: str, rec_sets: dict[str, int]) -> pl.DataFrame:
     """Per phase of one replay (:data:`TRACE_REPLAY_PHASES`): its class, set, bytes and dates.
 
     The engine opens a phase at its ``ready`` date (the replay's phase ``start``); the table's ``start`` is
-    the date the device began serving the phase's first request.
+    the date a target began serving the phase's first request.
     """
-    requests = (
-        result.requests.with_columns(served=_served(result))
-        .group_by("job_id", "phase")
-        .agg(
-            pl.col("class").first().cast(pl.String),
-            pl.col("size").sum().round(0).cast(pl.Int64).alias("bytes"),
-            pl.col("served").min(),
-        )
+    requests = result.requests.group_by("job_id", "phase").agg(
+        pl.col("class").first().cast(pl.String),
+        pl.col("size").sum().round(0).cast(pl.Int64).alias("bytes"),
+        pl.col("served").min(),
     )
     sets = pl.DataFrame(
         {"job_id": list(rec_sets), "set": list(rec_sets.values())}, schema={"job_id": pl.String, "set": pl.Int64}
@@ -219,6 +211,7 @@ def compare_schedulers(
     device: Device | None = None,
     window: tuple[float, float] | None = None,
     site_jobs: pl.DataFrame | None = None,
+    layout: pl.DataFrame | None = None,
 ) -> SchedulerComparison:
     """Replay a site trace in a closed loop under each scheduler and predict each job's and the platform's metrics.
 
@@ -245,6 +238,8 @@ def compare_schedulers(
         The jobs' ``job_id`` and ``start`` (the site trace's jobs table, written beside it by
         ``iosets ingest --site``), so that a job's compute before its first request counts in the
         metrics (:func:`trace_metrics`); without it a job starts at its first request.
+    layout : polars.DataFrame, default=None
+        Files' striping over the device's targets (:data:`LAYOUT`), as :func:`replay_trace` takes it.
 
     Returns
     -------
@@ -284,7 +279,7 @@ def compare_schedulers(
         )
     scheduler_rows, jobs, phases, shares = [], [], [], []
     for scheduler in schedulers:
-        result = _replay(site_requests, scheduler, job_sets, per_set, device)
+        result = _replay(site_requests, scheduler, job_sets, per_set, device, layout)
         metrics = trace_metrics(result, window=window, jobs=site_jobs)
         for name, why in metrics.notes.items():
             warnings.warn(f"{scheduler}: {name}: {why}", stacklevel=2)

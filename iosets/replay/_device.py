@@ -3,37 +3,77 @@
 import json
 import os
 from dataclasses import asdict, dataclass, fields
-from numbers import Integral
 from typing import Any
 
-from .._validation import check_positive
+from .._validation import check_count, check_positive
 from ..errors import InputError
 
 MAX_QUEUE_DEPTH = 2**31 - 1
 """The engine counts outstanding units in 32 bits."""
 
+MAX_CONCURRENCY = 65536
+"""Service slots of a target (the engine keeps the last ``concurrency`` completions of each target)."""
+
+MAX_TARGETS = 65536
+"""Storage targets of a device (the alone replay gives each job its own copy of them)."""
+
+_INTEGER_BOUNDS = {
+    "queue_depth": MAX_QUEUE_DEPTH,
+    "targets": MAX_TARGETS,
+    "concurrency": MAX_CONCURRENCY,
+    "stripe_size": 2**63 - 1,
+    "stripe_count": 2**31 - 1,
+    "ranks_per_node": 2**31 - 1,
+}
+"""The integer fields and their largest value (all are >= 1)."""
+
+_STORAGE_FIELDS = ("targets", "concurrency", "stripe_size", "stripe_count", "client_bandwidth", "ranks_per_node")
+"""The fields of the parallel storage model, after the one-device model's five."""
+
 
 @dataclass(frozen=True)
 class Device:
-    """A storage device behind each server.
+    """The storage model of the request engine: ``targets`` storage targets (a Lustre OST each).
 
-    The device serves the units (single or aggregated requests) it was given in
-    dispatch order, one at a time; the scheduler may keep up to ``queue_depth``
-    units outstanding at the device, so a deeper queue leaves it less control.
+    A target serves the units (single or aggregated requests) it was given in dispatch
+    order with ``concurrency`` service slots: overheads and seeks of up to ``concurrency``
+    units overlap, their bytes go through the target's bandwidth one unit after the other.
+    A target always accepts ``concurrency`` units; ``queue_depth`` is the scheduler's
+    window beyond that, so a deeper queue leaves the scheduler less control. Files are
+    striped over the targets (``stripe_size``, ``stripe_count``) and a request split at
+    stripe boundaries completes when its last part does; a job's requests leave its
+    nodes no faster than ``client_bandwidth`` per node. Bandwidth, overhead, seek,
+    queue_depth and concurrency are per target. ``Device()`` is one target serving one
+    unit at a time.
 
     Parameters
     ----------
     queue_depth : int, default=1
-        Units in service or queued at the device at once, 1 to 2^31 - 1.
+        The scheduler's window: units in service or queued at a target at once, 1 to
+        2^31 - 1; a target always accepts ``concurrency``, so the window is
+        max(queue_depth, concurrency).
     bandwidth : float, default=1e9
-        Bytes per second.
+        Bytes per second, per target.
     overhead : float, default=5e-5
-        Seconds per unit (per-request cost, paid once by an aggregated unit).
+        Seconds per unit (per-request cost, paid once by an aggregated unit), per target.
     seek : float, default=2e-3
-        Seconds added when a unit does not continue the previous one on the same stream.
+        Seconds added when a unit does not continue the previous one of its target on the same stream.
     iops : float, default=0.0
         If > 0, fixed-IOPS mode: every unit costs 1 / iops, whatever its size
-        (the IOPS examples of the RBFQ paper).
+        (the IOPS examples of the RBFQ paper); units then follow each other, whatever the concurrency.
+    targets : int, default=1
+        Storage targets, 1 to 65536: the trace replay's servers (the request replay takes its
+        servers from ``server_by``). Striping and the client link are the trace replay's too.
+    concurrency : int, default=1
+        Units a target serves at once, 1 to 65536.
+    stripe_size : int, default=1048576
+        Bytes per stripe: the site default for files the trace has no layout for.
+    stripe_count : int, default=1
+        Targets a file is striped over (at most ``targets``): the site default.
+    client_bandwidth : float, default=0.0
+        Bytes per second one client node's link carries; 0: no client limit.
+    ranks_per_node : int, default=1
+        Ranks per client node: a job's nodes are ceil(its distinct ranks in the trace / ranks_per_node).
     """
 
     queue_depth: int = 1
@@ -41,15 +81,21 @@ class Device:
     overhead: float = 5e-5
     seek: float = 2e-3
     iops: float = 0.0
+    targets: int = 1
+    concurrency: int = 1
+    stripe_size: int = 1048576
+    stripe_count: int = 1
+    client_bandwidth: float = 0.0
+    ranks_per_node: int = 1
 
     def __post_init__(self):
-        depth = self.queue_depth
-        if isinstance(depth, bool) or not isinstance(depth, Integral) or not 1 <= depth <= MAX_QUEUE_DEPTH:
-            raise InputError(f"device queue_depth must be an integer in [1, {MAX_QUEUE_DEPTH}], got {depth!r}")
+        for name, largest in _INTEGER_BOUNDS.items():
+            check_count(getattr(self, name), f"device {name}", minimum=1, maximum=largest)
         check_positive(self.bandwidth, "device bandwidth")
         check_positive(self.overhead, "device overhead", strict=False)
         check_positive(self.seek, "device seek", strict=False)
         check_positive(self.iops, "device iops", strict=False)
+        check_positive(self.client_bandwidth, "device client_bandwidth", strict=False)
 
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":
@@ -60,15 +106,23 @@ class Device:
             key, sep, value = item.partition("=")
             if not sep or key not in known:
                 raise InputError(f"--device: expected key=value with key in {', '.join(known)}, got {item!r}")
+            integer = key in _INTEGER_BOUNDS
             try:
-                values[key] = int(value) if key == "queue_depth" else float(value)
+                values[key] = int(value) if integer else float(value)
             except ValueError:
-                raise InputError(f"--device {key}: expected a number, got {value!r}") from None
+                expected = "an integer" if integer else "a number"
+                raise InputError(f"--device {key}: expected {expected}, got {value!r}") from None
         return cls(**values)
 
     def to_dict(self) -> dict:
-        """The parameters as a dict."""
-        return asdict(self)
+        """The parameters as a dict: the first five always, the storage model's (``targets`` on) where they
+        differ from their defaults, so that a one-target device writes the file it wrote before them."""
+        default = Device()
+        return {
+            name: value
+            for name, value in asdict(self).items()
+            if name not in _STORAGE_FIELDS or value != getattr(default, name)
+        }
 
     @classmethod
     def from_dict(cls, values: dict, *, source: str = "device") -> "Device":

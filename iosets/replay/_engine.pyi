@@ -6,9 +6,10 @@ C-contiguous buffers of the dtypes below and of the length their name's rule giv
 preallocated by the caller, writable, and filled in place. A bad argument raises
 TypeError (a positional, missing or unknown argument, a wrong dtype or type) or
 ValueError (a wrong length, layout or value, a read-only output), its message naming
-the argument; errors in the data raise iosets.errors.ReplayError. The engines check for
-signals every 64 k units of work: Ctrl-C raises KeyboardInterrupt within milliseconds
-(the outputs are then incomplete).
+the argument; an optional array (default None) may be left out. Errors in the data
+raise iosets.errors.ReplayError. The engines check for signals every 64 k units of
+work: Ctrl-C raises KeyboardInterrupt within milliseconds (the outputs are then
+incomplete).
 """
 
 import numpy as np
@@ -96,6 +97,8 @@ def replay_trace(
     prev: NDArray[np.int32],
     gap: NDArray[np.float64],
     job: NDArray[np.int32],
+    first: NDArray[np.int64] | None = None,
+    client_rate: NDArray[np.float64] | None = None,
     device: Device,
     weight: NDArray[np.float64],
     reservation: NDArray[np.float64],
@@ -107,8 +110,13 @@ def replay_trace(
     unit: NDArray[np.int64],
     phase_start: NDArray[np.float64],
     phase_end: NDArray[np.float64],
+    served: NDArray[np.float64] | None = None,
 ) -> int:
-    """Replay request chains in a closed loop through one scheduler; returns the number of dispatched units."""
+    """Replay request chains in a closed loop through one scheduler; returns the number of dispatched units.
+
+    ``first`` (each part's first part) splits requests into parts, ``client_rate`` (bytes/s per job label)
+    limits each job's client link; ``served`` is filled with each request's service-slot date.
+    """
 
 def chain_gates(
     *,

@@ -122,13 +122,9 @@ def _job_starts(jobs) -> pl.DataFrame:
 
 
 def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
-    """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside [begin, end])."""
-    requests = replay.requests
-    units = requests.group_by("unit").agg(pl.col("dispatch").min(), pl.col("complete").max()).sort("complete", "unit")
-    served = units.with_columns(
-        pl.max_horizontal("dispatch", pl.col("complete").shift(1).fill_null(-math.inf)).alias("served")
-    )
-    frame = requests.join(served.select("unit", "served"), on="unit", how="left")
+    """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside [begin, end]), its bytes
+    moving at a steady pace from the date a target began serving it to its completion."""
+    frame = replay.requests
     start, stop, size = frame["served"].to_numpy(), frame["complete"].to_numpy(), frame["size"].to_numpy()
     length = stop - start
 

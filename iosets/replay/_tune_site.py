@@ -82,13 +82,15 @@ def _candidates(jobs: pl.DataFrame, bases, gmm: bool, current: str | None, rando
     return candidates
 
 
-def _replay(site_requests: pl.DataFrame, assignment, device: Device, window) -> dict:
+def _replay(site_requests: pl.DataFrame, assignment, device: Device, window, layout: pl.DataFrame | None) -> dict:
     """One candidate's trace replay: its number of classes and window metrics."""
     if assignment is None:
-        replay = replay_trace(site_requests, scheduler="wfq", device=device)
+        replay = replay_trace(site_requests, scheduler="wfq", device=device, layout=layout)
     else:
         classes, weights = assignment
-        replay = replay_trace(site_requests, scheduler="iosets-wfq", classes=classes, weights=weights, device=device)
+        replay = replay_trace(
+            site_requests, scheduler="iosets-wfq", classes=classes, weights=weights, device=device, layout=layout
+        )
     values = trace_metrics(replay, window=window).values()
     names = ("utilization", "io_slowdown", "max_stretch")
     return {"n_sets": int(replay.trace.classes.size), **{name: values[name] for name in names}}
@@ -126,6 +128,7 @@ def tune_site(
     random_state: int = 0,
     workers: int = 1,
     dask: str | None = None,
+    layout: pl.DataFrame | None = None,
 ) -> Tuning:
     """Rank SET-b, gmm, FAIR-SHARE and the current mapping by closed-loop replay of the site's trace.
 
@@ -158,6 +161,8 @@ def tune_site(
         Processes replaying the candidates (Dask workers with ``dask="local"``).
     dask : str, default=None
         ``"local"`` for a local Dask cluster, or a scheduler address; local processes when None.
+    layout : polars.DataFrame, default=None
+        Files' striping over the device's targets (:data:`LAYOUT`), as :func:`replay_trace` takes it.
 
     Returns
     -------
@@ -172,7 +177,8 @@ def tune_site(
         raise InputError(f"jobs table: no row for the site trace's jobs {missing[:5]}")
     candidates = _candidates(site_jobs, bases, gmm, current, random_state)
     device = device or Device()
-    rows = _map([(site_requests, assignment, device, window) for assignment in candidates.values()], workers, dask)
+    tasks = [(site_requests, assignment, device, window, layout) for assignment in candidates.values()]
+    rows = _map(tasks, workers, dask)
     table = pl.DataFrame([{"mapping": name, **row} for name, row in zip(candidates, rows, strict=True)])
     idealised = tune(site_jobs, bases=bases, gmm=gmm, tolerance=tolerance, random_state=random_state)
     bucket = (pl.col("utilization") / tolerance).round(0)

@@ -106,7 +106,7 @@ def check_requests(arguments, result):
 
 def trace_call():
     """One job of two phases under fcfs: requests 0 then 1 (1 and 2 bytes, 0.5 s think before 1), then
-    1 s of compute, then request 2 (1 byte, 0.25 s think)."""
+    1 s of compute, then request 2 (1 byte, 0.25 s think); each request its own part, no client limit."""
     return {
         "scheduler": "fcfs",
         "size": np.array([1.0, 2.0, 1.0]),
@@ -125,6 +125,8 @@ def trace_call():
         "prev": np.array([-1, 0], np.int32),
         "gap": np.array([0.0, 1.0]),
         "job": np.zeros(2, np.int32),
+        "first": np.arange(3),
+        "client_rate": np.zeros(1),
         "device": DEVICE,
         "weight": np.ones(2),
         "reservation": np.zeros(2),
@@ -136,6 +138,7 @@ def trace_call():
         "unit": np.full(3, -1),
         "phase_start": np.full(2, NAN),
         "phase_end": np.full(2, NAN),
+        "served": np.full(3, NAN),
     }
 
 
@@ -145,6 +148,8 @@ def check_trace(arguments, result):
     assert list(arguments["release"]) == [0, 1.5, 4.75]
     assert list(arguments["complete"]) == [1, 3.5, 5.75]
     assert list(arguments["phase_start"]) == [0, 4.5] and list(arguments["phase_end"]) == [3.5, 5.75]
+    if arguments.get("served") is not None:
+        assert list(arguments["served"]) == [0, 1.5, 4.75]  # the device is idle at each release
 
 
 def gates_call():
@@ -168,6 +173,7 @@ class Entry(NamedTuple):
     check: Callable[[dict, object], None]  # asserts its result and outputs
     outputs: set[str]  # the arrays it fills
     sizer: str  # the array whose length sets n_requests or n_jobs
+    optional: frozenset[str] = frozenset()  # the arrays it may go without
 
 
 ENTRIES = {
@@ -175,7 +181,11 @@ ENTRIES = {
     "phase_metrics": Entry(metrics_call, check_metrics, set(), "phase_ptr"),
     "replay_requests": Entry(requests_call, check_requests, {"dispatch", "complete", "unit"}, "arrival"),
     "replay_trace": Entry(
-        trace_call, check_trace, {"release", "dispatch", "complete", "unit", "phase_start", "phase_end"}, "size"
+        trace_call,
+        check_trace,
+        {"release", "dispatch", "complete", "unit", "phase_start", "phase_end", "served"},
+        "size",
+        frozenset({"first", "client_rate", "served"}),
     ),
     "chain_gates": Entry(gates_call, check_gates, {"gate"}, "group"),
 }
@@ -287,12 +297,25 @@ def test_a_read_only_output_is_named(entry, name):
         call(entry, arguments)
 
 
-@pytest.mark.parametrize(("entry", "name"), [(e, n) for e in ENTRIES for n in ENTRIES[e].make()])
+@pytest.mark.parametrize(
+    ("entry", "name"), [(e, n) for e in ENTRIES for n in ENTRIES[e].make() if n not in ENTRIES[e].optional]
+)
 def test_a_missing_keyword_is_named(entry, name):
     arguments = ENTRIES[entry].make()
     del arguments[name]
     with pytest.raises(TypeError, match=f"^{entry}: missing keyword argument '{name}'$"):
         call(entry, arguments)
+
+
+@pytest.mark.parametrize(("entry", "name"), [(e, n) for e in ENTRIES for n in sorted(ENTRIES[e].optional)])
+def test_an_optional_array_left_out_or_none_gives_the_same_result(entry, name):
+    for left_out in (True, False):
+        arguments = ENTRIES[entry].make()
+        if left_out:
+            del arguments[name]
+        else:
+            arguments[name] = None
+        ENTRIES[entry].check(arguments, call(entry, arguments))
 
 
 @pytest.mark.parametrize("entry", ENTRIES)

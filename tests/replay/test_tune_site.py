@@ -60,6 +60,22 @@ def test_rows_are_the_candidates_own_replays(site):
     assert row["idealised_rank"] is None  # the idealised ranking tries the bases only
 
 
+def test_every_candidate_replays_with_the_layout(site):
+    ops, jobs = site
+    apart = pl.DataFrame({"file": ["s", "b1", "b2"], "stripe_size": [MB] * 3, "stripe_count": [1] * 3,
+                          "first_target": [0, 1, 2]})  # fmt: skip
+    device = Device(bandwidth=1e8, overhead=0.0, seek=0.0, targets=3)
+    got = tune_site(ops, jobs, bases=[10.0], gmm=False, device=device, layout=apart)
+    rows = {row["mapping"]: row for row in got.ranking.iter_rows(named=True)}
+    assert rows["fair-share"]["max_stretch"] == 1.0  # every job alone on its target
+    # SET-10 still serves b1 and b2 (one set) one at a time, each on its own target
+    sets = replay_trace(ops, scheduler="iosets-wfq", classes={"s": 0, "b1": 1, "b2": 1}, weights={0: 1.0, 1: 0.1},
+                        device=device, layout=apart)  # fmt: skip
+    assert rows["set-10"]["max_stretch"] == trace_metrics(sets).values()["max_stretch"] > 1.0
+    shared = tune_site(ops, jobs, bases=[10.0], gmm=False, device=device, layout=apart.with_columns(first_target=0))
+    assert shared.ranking.equals(tune_site(ops, jobs, bases=[10.0], gmm=False, device=DEVICE).ranking)
+
+
 def test_local_processes_give_the_same_table(site):
     ops, jobs = site
     here = tune_site(ops, jobs, bases=[10.0, 100.0], gmm=False, device=DEVICE)

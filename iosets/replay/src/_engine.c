@@ -19,8 +19,10 @@
 
 static PyObject *ReplayError;
 
-/* The device's fields, read by name (get_device); interned once at import. */
-static const char *const device_field_names[] = {"queue_depth", "bandwidth", "overhead", "seek", "iops"};
+/* The device's fields, read by name (get_device); interned once at import. The last,
+ * concurrency, may be absent (1: one unit at a time). */
+static const char *const device_field_names[] = {"queue_depth", "bandwidth", "overhead", "seek", "iops",
+                                                 "concurrency"};
 enum { N_DEVICE_FIELDS = sizeof(device_field_names) / sizeof(device_field_names[0]) };
 static PyObject *device_fields[N_DEVICE_FIELDS];
 
@@ -52,18 +54,21 @@ typedef enum {
 typedef struct {
     const char *name;
     arg_kind kind;
-    size_t offset; /* of the argument's field in the entry's struct */
-    char dtype;    /* arrays: 'd' float64, 'q' int64, 'i' int32, 'b' int8 */
-    int8_t dim;    /* arrays: the size their length follows; counts: the size they are */
-    int8_t output; /* arrays: filled by the engine */
+    size_t offset;   /* of the argument's field in the entry's struct */
+    char dtype;      /* arrays: 'd' float64, 'q' int64, 'i' int32, 'b' int8 */
+    int8_t dim;      /* arrays: the size their length follows; counts: the size they are */
+    int8_t output;   /* arrays: filled by the engine */
+    int8_t optional; /* arrays: may be left out or None (then not held: a NULL pointer) */
 } arg_spec;
 
 /* One argument of an entry whose struct is `type`: its keyword is its field's name. */
-#define IN(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 0}
-#define OUT(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 1}
-#define OFFSETS(type, field) {#field, ARG_OFFSETS, offsetof(type, field), 'q', DIM_N_JOBS, 0}
-#define COUNT(type, field, dim) {#field, ARG_COUNT, offsetof(type, field), 0, dim, 0}
-#define SCALAR(type, field, kind) {#field, kind, offsetof(type, field), 0, DIM_NONE, 0}
+#define IN(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 0, 0}
+#define OUT(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 1, 0}
+#define OPTIONAL_IN(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 0, 1}
+#define OPTIONAL_OUT(type, field, dtype, dim) {#field, ARG_ARRAY, offsetof(type, field), dtype, dim, 1, 1}
+#define OFFSETS(type, field) {#field, ARG_OFFSETS, offsetof(type, field), 'q', DIM_N_JOBS, 0, 0}
+#define COUNT(type, field, dim) {#field, ARG_COUNT, offsetof(type, field), 0, dim, 0, 0}
+#define SCALAR(type, field, kind) {#field, kind, offsetof(type, field), 0, DIM_NONE, 0, 0}
 #define N_ARGS(table) ((int)(sizeof(table) / sizeof(table[0])))
 
 /* One call's parsing: the entry's name and each size once set. */
@@ -273,7 +278,9 @@ static int get_window(const arg_parse *p, const arg_spec *spec, PyObject *obj, d
 /* The device's fields, read by name from any object that has them (a Device). */
 static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, re_device *dev)
 {
-    double *values[N_DEVICE_FIELDS] = {NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops};
+    enum { CONCURRENCY = N_DEVICE_FIELDS - 1 };
+    double *values[N_DEVICE_FIELDS] = {NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops, NULL};
+    dev->concurrency = 1;
     for (int k = 0; k < N_DEVICE_FIELDS; k++) {
         const char *field = device_field_names[k];
         PyObject *value = PyObject_GetAttr(obj, device_fields[k]);
@@ -281,13 +288,16 @@ static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, r
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
             PyErr_Clear();
+            if (k == CONCURRENCY)
+                return 0;
             PyErr_Format(PyExc_TypeError,
                          "%s: '%s' must have queue_depth, bandwidth, overhead, seek and iops (a Device), got %s "
                          "without '%s'", p->function, spec->name, Py_TYPE(obj)->tp_name, field);
             return -1;
         }
-        int rc = k == 0 ? get_int32(p, spec, field, value, 1, &dev->queue_depth)
-                        : get_double(p, spec, field, value, values[k]);
+        int rc = k == 0             ? get_int32(p, spec, field, value, 1, &dev->queue_depth)
+                 : k == CONCURRENCY ? get_int32(p, spec, field, value, 1, &dev->concurrency)
+                                    : get_double(p, spec, field, value, values[k]);
         Py_DECREF(value);
         if (rc < 0)
             return -1;
@@ -388,16 +398,19 @@ static int parse_arguments(arg_parse *p, const char *function, const arg_spec *s
         hint = i + 1; /* callers usually follow the table's order */
     }
     for (int i = 0; i < n_specs; i++)
-        if (values[i] == NULL) {
+        if (values[i] == NULL && !specs[i].optional) {
             PyErr_Format(PyExc_TypeError, "%s: missing keyword argument '%s'", function, specs[i].name);
             return -1;
         }
     for (int arrays = 0; arrays < 2; arrays++)
-        for (int i = 0; i < n_specs; i++)
+        for (int i = 0; i < n_specs; i++) {
+            if (specs[i].optional && (values[i] == NULL || values[i] == Py_None))
+                continue; /* left out: its buffer stays unheld, its pointer NULL */
             if (is_array(&specs[i]) == arrays && get_argument(p, &specs[i], values[i], args) < 0) {
                 release_arguments(specs, n_specs, args);
                 return -1;
             }
+        }
     return 0;
 }
 
@@ -625,16 +638,20 @@ static const char *request_error_text(int rc)
     case RE_BAD_ARRIVAL: return "arrival dates must be finite and sorted (request %lld)";
     case RE_BAD_SIZE: return "size must be >= 0 and < 2^63 (request %lld)";
     case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
-    case RE_BAD_DEVICE: return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0, all finite";
+    case RE_BAD_DEVICE:
+        return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0, all finite, concurrency in "
+               "[1, 65536]";
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
     case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
     case RE_BAD_GATE:
         return "a request needs a phase, a gate of -1 or an earlier request of its phase, and a finite think "
-               "time >= 0 (request %lld)";
+               "time >= 0; with first, a part needs a first part at or before it that is its own first part, of "
+               "the same phase, gate and think, and a gate must be a first part (request %lld)";
     case RE_BAD_CHAIN:
         return "a phase needs a request, a prev of -1 or an earlier phase of its job, and a finite gap, >= 0 "
-               "after a prev (phase %lld)";
+               "after a prev; with client_rate, a job label in [0, n_jobs) (phase %lld)";
+    case RE_BAD_RATE: return "client_rate must be finite and >= 0 (job %lld)";
     default: return "replay failed (code %lld)";
     }
 }
@@ -645,10 +662,10 @@ typedef struct {
     const re_sched_ops *scheduler;
     buffer arrival, size, offset, cls, stream, server, phase, op;
     int32_t n_classes, n_streams, n_servers, n_phases;
-    buffer gate, think, prev, gap, job;
+    buffer gate, think, prev, gap, job, first, client_rate;
     re_device device;
     buffer weight, reservation, limit, params;
-    buffer release, dispatch, complete, unit, phase_start, phase_end;
+    buffer release, dispatch, complete, unit, phase_start, phase_end, served;
 } request_args;
 
 /* The arguments both request entries take, in their order: the requests and their counts. */
@@ -768,6 +785,8 @@ static const arg_spec replay_trace_args[] = {
     IN(request_args, prev, 'i', DIM_N_PHASES),
     IN(request_args, gap, 'd', DIM_N_PHASES),
     IN(request_args, job, 'i', DIM_N_PHASES),
+    OPTIONAL_IN(request_args, first, 'q', DIM_N_REQUESTS),
+    OPTIONAL_IN(request_args, client_rate, 'd', DIM_N_JOBS),
     SCHEDULER_ARRAYS,
     OUT(request_args, release, 'd', DIM_N_REQUESTS),
     OUT(request_args, dispatch, 'd', DIM_N_REQUESTS),
@@ -775,18 +794,23 @@ static const arg_spec replay_trace_args[] = {
     OUT(request_args, unit, 'q', DIM_N_REQUESTS),
     OUT(request_args, phase_start, 'd', DIM_N_PHASES),
     OUT(request_args, phase_end, 'd', DIM_N_PHASES),
+    OPTIONAL_OUT(request_args, served, 'd', DIM_N_REQUESTS),
 };
 
 PyDoc_STRVAR(replay_trace_doc,
 "replay_trace(*, scheduler, size, offset, cls, stream, server, phase, op,\n"
 "             n_classes, n_streams, n_servers, n_phases, gate, think, prev, gap, job,\n"
-"             device, weight, reservation, limit, params,\n"
-"             release, dispatch, complete, unit, phase_start, phase_end)\n"
+"             first=None, client_rate=None, device, weight, reservation, limit, params,\n"
+"             release, dispatch, complete, unit, phase_start, phase_end, served=None)\n"
 "--\n\n"
 "Replay request chains in a closed loop through one scheduler into the device model.\n\n"
 "A phase opens at its prev phase's end + gap (at gap, a date, for a job's first phase)\n"
 "and ends when its last request completes; a request is released at its gate's\n"
-"completion (its phase's opening when gate is -1) + think, and reaches the scheduler then.\n\n"
+"completion (its phase's opening when gate is -1) + think, and reaches the scheduler then.\n"
+"With first, the requests are parts of recorded requests (split over servers): a request's\n"
+"parts are released together and what it gates is released when its last part completes.\n"
+"With client_rate, a job's parts leave its client link one after the other: one due at t\n"
+"goes at s = max(t, the link's free date), which moves to s + bytes / rate.\n\n"
 "Every argument is a keyword; arrays are 1-d C-contiguous, of the dtype and length below\n"
 "(n_requests: the length of size).\n\n"
 "Parameters\n----------\n"
@@ -800,13 +824,43 @@ PyDoc_STRVAR(replay_trace_doc,
 "prev : int32 array of n_phases: -1 or an earlier phase of the same job\n"
 "gap : float64 array of n_phases: s after prev's end (>= 0), or the opening date\n"
 "job : int32 array of n_phases: each phase's job\n"
-"device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops.\n"
+"first : int64 array of n_requests, or None (no parts)\n"
+"    Each part's request, as the index of its first part: first[first[i]] = first[i] <= i,\n"
+"    the phase, gate and think of first[i]; gates are first parts.\n"
+"client_rate : float64 array of n_jobs (the largest job label + 1), or None (no limit)\n"
+"    Bytes/s of each job's client link, 0 = none.\n"
+"device : Device\n"
+"    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent).\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "release, dispatch, complete : writable float64 arrays of n_requests; unit : writable int64\n"
 "    array of n_requests, filled\n"
-"phase_start, phase_end : writable float64 arrays of n_phases, filled (NaN where never reached)\n\n"
+"phase_start, phase_end : writable float64 arrays of n_phases, filled (NaN where never reached)\n"
+"served : writable float64 array of n_requests, or None\n"
+"    Filled with the date each request's unit got a service slot on its server.\n\n"
 "Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
+
+/* client_rate's length: the largest job label + 1 (n_jobs), the labels >= 0; sets ch->n_jobs. */
+static int check_client_rate(const arg_parse *p, const request_args *a, re_chains *ch)
+{
+    Py_ssize_t n_phases = p->dims[DIM_N_PHASES], given = a->client_rate.view.shape[0];
+    int32_t top = -1;
+    for (Py_ssize_t k = 0; k < n_phases; k++) {
+        if (ch->job[k] < 0) {
+            PyErr_Format(PyExc_ValueError, "replay_trace: 'job' must be labels >= 0 with 'client_rate', got %d "
+                         "(phase %zd)", (int)ch->job[k], k);
+            return -1;
+        }
+        top = ch->job[k] > top ? ch->job[k] : top;
+    }
+    if (given != (Py_ssize_t)top + 1) {
+        PyErr_Format(PyExc_ValueError, "replay_trace: 'client_rate' must be float64 of length n_jobs=%d (the largest "
+                     "label of 'job' + 1), got float64 of length %zd", (int)top + 1, given);
+        return -1;
+    }
+    ch->n_jobs = top + 1;
+    return 0;
+}
 
 static PyObject *py_replay_trace(PyObject *self, PyObject *const *objs, Py_ssize_t nargs, PyObject *kwnames)
 {
@@ -818,8 +872,15 @@ static PyObject *py_replay_trace(PyObject *self, PyObject *const *objs, Py_ssize
     re_requests rq = request_arrays(&a, p.dims[DIM_N_REQUESTS]);
     re_context ctx = class_context(&a, &rq);
     re_chains ch = {.gate = a.gate.view.buf, .think = a.think.view.buf, .prev = a.prev.view.buf,
-                    .gap = a.gap.view.buf, .job = a.job.view.buf};
-    re_output out = {.dispatch = a.dispatch.view.buf, .complete = a.complete.view.buf, .unit = a.unit.view.buf};
+                    .gap = a.gap.view.buf, .job = a.job.view.buf,
+                    .first = a.first.held ? a.first.view.buf : NULL,
+                    .client_rate = a.client_rate.held ? a.client_rate.view.buf : NULL};
+    if (a.client_rate.held && check_client_rate(&p, &a, &ch) < 0) {
+        release_arguments(replay_trace_args, N_ARGS(replay_trace_args), &a);
+        return NULL;
+    }
+    re_output out = {.dispatch = a.dispatch.view.buf, .complete = a.complete.view.buf, .unit = a.unit.view.buf,
+                     .served = a.served.held ? a.served.view.buf : NULL};
     int64_t bad = -1;
     PyThreadState *thread = PyEval_SaveThread();
     ctx.interrupt = (interrupt_hook){signals_pending, &thread};

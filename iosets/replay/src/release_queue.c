@@ -23,6 +23,9 @@ struct release_queue {
     csr roots;       /* requests released by their phase's opening, by phase */
     csr successors;  /* phases by prev */
     int64_t *left;   /* [n_phases] requests not yet completed */
+    int64_t *part_link;  /* [n] with parts: a later part's first part; at a first part, -(its parts not completed) */
+    double *link_free;   /* [n_jobs] with client rates: when each job's client link is free */
+    char *on_link;       /* [n] with client rates: the request already holds its date on the link */
     pending *heap;   /* by (date, req): memory follows the outstanding requests */
     int64_t size, capacity;
 };
@@ -98,7 +101,8 @@ static int push(release_queue *q, double date, int64_t req)
     return 1;
 }
 
-int64_t rl_pop(release_queue *q)
+/* Removes the earliest pending release and returns its request. */
+static int64_t pop(release_queue *q)
 {
     int64_t top = q->heap[0].req;
     pending last = q->heap[--q->size];
@@ -124,6 +128,28 @@ double rl_next(const release_queue *q)
     return q->size ? q->heap[0].date : INFINITY;
 }
 
+int64_t rl_take(release_queue *q, double now)
+{
+    while (q->size && q->heap[0].date <= now) {
+        double due = q->heap[0].date;
+        int64_t req = pop(q);
+        if (q->link_free == NULL || q->on_link[req])
+            return req;
+        int32_t job = q->ch->job[q->rq->phase[req]];
+        double rate = q->ch->client_rate[job];
+        if (rate == 0.0)
+            return req;
+        double *link = &q->link_free[job];
+        double leaves = *link > due ? *link : due;
+        *link = leaves + q->rq->size[req] / rate;
+        if (!(leaves > due))
+            return req;
+        q->on_link[req] = 1;
+        push(q, leaves, req); /* cannot fail: it takes the place it left */
+    }
+    return -1;
+}
+
 static int open_phase(release_queue *q, int64_t phase, double date)
 {
     q->phase_start[phase] = date;
@@ -137,7 +163,13 @@ static int open_phase(release_queue *q, int64_t phase, double date)
 
 int rl_complete(release_queue *q, int64_t req, double now)
 {
-    for (int64_t k = q->gated.ptr[req]; k < q->gated.ptr[req + 1]; k++) {
+    int64_t first = req;
+    if (q->part_link != NULL) { /* one load per part: the first part's counter shares its cache line mostly */
+        first = q->part_link[req] >= 0 ? q->part_link[req] : req;
+        q->part_link[first]++;
+    }
+    int released = q->part_link == NULL || q->part_link[first] == 0;
+    for (int64_t k = released ? q->gated.ptr[first] : 0; released && k < q->gated.ptr[first + 1]; k++) {
         int64_t next = q->gated.item[k];
         if (!push(q, now + q->ch->think[next], next))
             return 0;
@@ -154,14 +186,25 @@ int rl_complete(release_queue *q, int64_t req, double now)
     return 1;
 }
 
-/* RE_OK, or the error code of the first bad request or phase, its index in *bad. */
+/* Whether part i belongs to a request as `first` says: its first part is itself a first
+ * part, no later than i, of the same phase, gate and think; a gate is a first part. */
+static int part_ok(const re_requests *rq, const re_chains *ch, int64_t i)
+{
+    const int64_t *first = ch->first;
+    int64_t f = first[i], gate = ch->gate[i];
+    if (f < 0 || f > i || first[f] != f || rq->phase[f] != rq->phase[i])
+        return 0;
+    return gate == ch->gate[f] && ch->think[i] == ch->think[f] && (gate < 0 || first[gate] == gate);
+}
+
+/* RE_OK, or the error code of the first bad request (part), phase or job, its index in *bad. */
 static int validate_chains(const re_requests *rq, const re_chains *ch, int64_t *left, int64_t *bad)
 {
     for (int64_t i = 0; i < rq->n; i++) {
         *bad = i;
         int64_t gate = ch->gate[i];
         if (rq->phase[i] < 0 || !(ch->think[i] >= 0) || !isfinite(ch->think[i]) || gate < -1 || gate >= i ||
-            (gate >= 0 && rq->phase[gate] != rq->phase[i]))
+            (gate >= 0 && rq->phase[gate] != rq->phase[i]) || (ch->first != NULL && !part_ok(rq, ch, i)))
             return RE_BAD_GATE;
         left[rq->phase[i]]++;
     }
@@ -169,8 +212,14 @@ static int validate_chains(const re_requests *rq, const re_chains *ch, int64_t *
         *bad = p;
         int32_t prev = ch->prev[p];
         if (left[p] == 0 || !isfinite(ch->gap[p]) || prev < -1 || prev >= p ||
-            (prev >= 0 && (ch->job[prev] != ch->job[p] || !(ch->gap[p] >= 0))))
+            (prev >= 0 && (ch->job[prev] != ch->job[p] || !(ch->gap[p] >= 0))) ||
+            (ch->client_rate != NULL && (ch->job[p] < 0 || ch->job[p] >= ch->n_jobs)))
             return RE_BAD_CHAIN;
+    }
+    for (int32_t j = 0; ch->client_rate != NULL && j < ch->n_jobs; j++) {
+        *bad = j;
+        if (!(ch->client_rate[j] >= 0) || !isfinite(ch->client_rate[j]))
+            return RE_BAD_RATE;
     }
     *bad = -1;
     return RE_OK;
@@ -185,6 +234,9 @@ void rl_free(release_queue *q)
     free(q->successors.ptr);
     free(q->successors.item);
     free(q->left);
+    free(q->part_link);
+    free(q->link_free);
+    free(q->on_link);
     free(q->heap);
     free(q);
 }
@@ -206,6 +258,24 @@ release_queue *rl_new(const re_requests *rq, const re_chains *ch, double *releas
     if (*rc != RE_OK)
         goto fail;
     *rc = RE_NOMEM;
+    if (ch->first != NULL) {
+        q->part_link = malloc(at_least_one(rq->n) * sizeof(int64_t));
+        if (q->part_link == NULL)
+            goto fail;
+        for (int64_t i = 0; i < rq->n; i++) { /* a first part comes before its other parts */
+            int64_t f = ch->first[i];
+            q->part_link[i] = f == i ? -1 : f;
+            q->part_link[f] -= f != i;
+        }
+    }
+    if (ch->client_rate != NULL) {
+        q->link_free = malloc(at_least_one(ch->n_jobs) * sizeof(double));
+        q->on_link = calloc(at_least_one(rq->n), 1);
+        if (q->link_free == NULL || q->on_link == NULL)
+            goto fail;
+        for (int32_t j = 0; j < ch->n_jobs; j++)
+            q->link_free[j] = -INFINITY;
+    }
     if (!csr_build(&q->gated, q, rq->n, rq->n, gate_of) || !csr_build(&q->roots, q, rq->n_phases, rq->n, root_phase_of) ||
         !csr_build(&q->successors, q, rq->n_phases, rq->n_phases, prev_of))
         goto fail;

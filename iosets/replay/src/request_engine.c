@@ -19,7 +19,7 @@ typedef struct {
     int64_t capacity;   /* of members */
     int64_t next;       /* next outstanding slot of the same server, or the next free slot */
     double dispatched;
-    double start;       /* service start */
+    double start;       /* its service slot */
     double end;         /* completion */
 } unit_slot;
 
@@ -29,6 +29,9 @@ typedef struct {
     int64_t *head, *tail;   /* [n_servers] outstanding slots */
     int32_t *outstanding;   /* [n_servers] */
     double *busy_until;     /* [n_servers] completion of the last dispatched unit */
+    double *ends;           /* [n_servers x concurrency] per server, a ring of its last units' completions */
+    int32_t *ring_pos;      /* [n_servers] the ring's entry of the unit dispatched `concurrency` units ago */
+    int32_t concurrency;
     int32_t *last_stream;   /* [n_servers] */
     int64_t *last_end;      /* [n_servers] end offset of the last dispatched unit */
     int32_t *dirty;         /* servers that may dispatch now */
@@ -45,7 +48,7 @@ static int validate(const re_requests *rq, const re_device *dev, int sorted_arri
 {
     if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
         !(dev->overhead >= 0) || !isfinite(dev->overhead) || !(dev->seek >= 0) || !isfinite(dev->seek) ||
-        !(dev->iops >= 0) || !isfinite(dev->iops))
+        !(dev->iops >= 0) || !isfinite(dev->iops) || dev->concurrency < 1 || dev->concurrency > RE_MAX_CONCURRENCY)
         return RE_BAD_DEVICE;
     double previous = -INFINITY;
     for (int64_t i = 0; i < rq->n; i++) {
@@ -74,7 +77,10 @@ static void mark_dirty(engine_state *e, int32_t server)
     }
 }
 
-static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k)
+/* The unit's cost (overhead + transfer + seek when it does not continue the server's
+ * previous unit) and in *transfer the time its bytes hold the server's bandwidth. */
+static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k,
+                        double *transfer)
 {
     const re_requests *rq = ctx->rq;
     const re_device *dev = ctx->device;
@@ -83,11 +89,28 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     e->last_stream[server] = rq->stream[last];
     e->last_end[server] = request_end(rq, last);
     if (dev->iops > 0)
-        return 1.0 / dev->iops;
+        return *transfer = 1.0 / dev->iops;
     double bytes = rq->size[first];
     for (int64_t j = 1; j < k; j++)
         bytes += rq->size[reqs[j]];
-    return dev->overhead + bytes / dev->bandwidth + (contiguous ? 0.0 : dev->seek);
+    *transfer = bytes / dev->bandwidth;
+    return dev->overhead + *transfer + (contiguous ? 0.0 : dev->seek);
+}
+
+/* Gives the unit a service slot on `server` at `now` and returns it; *end is its completion.
+ * With concurrency 1 the slot is max(now, busy_until) and slot + cost >= busy_until + transfer
+ * (rounding is monotone), so the end is the one-at-a-time model's, bit for bit. */
+static double serve(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k,
+                    double now, double *end)
+{
+    double *ring = e->ends + (size_t)server * (size_t)e->concurrency;
+    int32_t pos = e->ring_pos[server];
+    double slot = ring[pos] > now ? ring[pos] : now; /* the unit `concurrency` earlier has freed its slot */
+    double transfer, cost = unit_cost(ctx, e, server, reqs, k, &transfer);
+    double done = slot + cost, streamed = e->busy_until[server] + transfer;
+    *end = e->busy_until[server] = ring[pos] = done > streamed ? done : streamed;
+    e->ring_pos[server] = pos + 1 == e->concurrency ? 0 : pos + 1;
+    return slot;
 }
 
 /* A free unit slot, growing the pool when all are in use; -1 when out of memory. */
@@ -140,15 +163,17 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
         if (k > 1)
             memcpy(u->members, e->buffer, (size_t)k * sizeof(int64_t));
         int64_t id = out->n_units++;
+        u->start = serve(ctx, e, server, e->buffer, k, now, &u->end);
         for (int64_t j = 0; j < k; j++) {
             out->dispatch[e->buffer[j]] = now;
             out->unit[e->buffer[j]] = id;
         }
+        if (out->served != NULL)
+            for (int64_t j = 0; j < k; j++)
+                out->served[e->buffer[j]] = u->start;
         u->first = e->buffer[0];
         u->count = k;
         u->dispatched = now;
-        u->start = e->busy_until[server] > now ? e->busy_until[server] : now;
-        u->end = e->busy_until[server] = u->start + unit_cost(ctx, e, server, e->buffer, k);
         u->next = -1;
         if (e->tail[server] < 0) {
             e->head[server] = slot;
@@ -196,6 +221,8 @@ static void state_free(engine_state *e)
     free(e->tail);
     free(e->outstanding);
     free(e->busy_until);
+    free(e->ends);
+    free(e->ring_pos);
     free(e->last_stream);
     free(e->last_end);
     free(e->dirty);
@@ -205,7 +232,7 @@ static void state_free(engine_state *e)
     free(e);
 }
 
-static engine_state *state_new(const re_requests *rq)
+static engine_state *state_new(const re_requests *rq, int32_t concurrency)
 {
     engine_state *e = calloc(1, sizeof(engine_state));
     if (e == NULL)
@@ -217,14 +244,17 @@ static engine_state *state_new(const re_requests *rq)
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
     e->busy_until = calloc(ns, sizeof(double));
+    e->concurrency = concurrency; /* the ring starts at 0, as busy_until: no unit is served before 0 */
+    e->ends = calloc(ns * (size_t)concurrency, sizeof(double));
+    e->ring_pos = calloc(ns, sizeof(int32_t));
     e->last_stream = malloc(ns * sizeof(int32_t));
     e->last_end = malloc(ns * sizeof(int64_t));
     e->dirty = malloc(ns * sizeof(int32_t));
     e->is_dirty = calloc(ns, 1);
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
-    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding ||
-        !e->busy_until || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
+    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->ends || !e->ring_pos ||
+        !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }
@@ -244,7 +274,7 @@ static engine_state *state_new(const re_requests *rq)
 static int64_t take_arrival(release_queue *rl, const re_requests *rq, int64_t next, double now)
 {
     if (rl != NULL)
-        return rl_next(rl) <= now ? rl_pop(rl) : -1;
+        return rl_take(rl, now);
     return next < rq->n && rq->arrival[next] <= now ? next : -1;
 }
 
@@ -260,7 +290,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
     re_sched *s = ops->create(ctx, &rc, bad_index);
     if (s == NULL)
         return rc;
-    engine_state *e = state_new(rq);
+    engine_state *e = state_new(rq, ctx->device->concurrency);
     if (e == NULL) {
         ops->destroy(s);
         return RE_NOMEM;
@@ -322,11 +352,26 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
     return rc;
 }
 
+/* The device the schedulers and the dispatch see: a server always accepts `concurrency`
+ * units, queue_depth is the scheduler's window beyond that. */
+static re_device accepting(const re_device *dev)
+{
+    re_device seen = *dev;
+    if (seen.queue_depth < seen.concurrency)
+        seen.queue_depth = seen.concurrency;
+    return seen;
+}
+
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
 {
     *bad_index = -1;
     int rc = validate(ctx->rq, ctx->device, 1, bad_index);
-    return rc != RE_OK ? rc : run(ops, ctx, NULL, out, bad_index);
+    if (rc != RE_OK)
+        return rc;
+    re_device dev = accepting(ctx->device);
+    re_context open = *ctx;
+    open.device = &dev;
+    return run(ops, &open, NULL, out, bad_index);
 }
 
 int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chains *ch, re_output *out,
@@ -335,8 +380,10 @@ int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chain
     *bad_index = -1;
     re_requests rq = *ctx->rq; /* the schedulers read the release dates as the arrivals */
     rq.arrival = arrival_out;
+    re_device dev = accepting(ctx->device);
     re_context closed = *ctx;
     closed.rq = &rq;
+    closed.device = &dev;
     int rc = validate(&rq, ctx->device, 0, bad_index);
     if (rc != RE_OK)
         return rc;

@@ -1,12 +1,17 @@
-/* Request-level replay engine (DESIGN.md, "Request-level model").
+/* Request-level replay engine (docs/explanation/models.md, "The request model").
  *
  * Requests arrive at their dates, go through one scheduler per run into the
- * device of their server. A device serves the units (single or aggregated
- * requests) it was given in dispatch order, one at a time; the scheduler may
- * keep up to queue_depth units outstanding at a device. A unit costs
- * overhead + bytes / bandwidth, plus seek when it does not continue the
- * previous unit of the device on the same stream; in fixed-IOPS mode every
- * unit costs 1 / iops instead.
+ * device of their server (a storage target). A unit (a single or aggregated
+ * request) costs overhead + bytes / bandwidth, plus seek when it does not
+ * continue the previous unit of the server on the same stream; in fixed-IOPS
+ * mode every unit costs 1 / iops instead. A server serves its units in
+ * dispatch order with `concurrency` service slots: the k-th unit starts at
+ * slot = max(dispatch, end of unit k - concurrency) and ends at
+ * max(slot + cost, end of unit k - 1 + bytes / bandwidth) (+ cost in
+ * fixed-IOPS mode): overheads and seeks of up to `concurrency` units overlap,
+ * their bytes go through the bandwidth one unit after the other, and units
+ * complete in dispatch order. A server always accepts `concurrency` units; the
+ * scheduler may keep up to max(queue_depth, concurrency) outstanding.
  */
 #ifndef IOSETS_REQUEST_ENGINE_H
 #define IOSETS_REQUEST_ENGINE_H
@@ -31,8 +36,11 @@ enum {
     RE_INTERRUPTED = 10,  /* the hook asked to stop */
     RE_OVERFLOW = 11,     /* index = requests never completed: their dates overflow */
     RE_BAD_GATE = 12,     /* index = request: closed loop, its phase, gate or think time */
-    RE_BAD_CHAIN = 13,    /* index = phase: closed loop, its prev, gap, or no request */
+    RE_BAD_CHAIN = 13,    /* index = phase: closed loop, its prev, gap, job, or no request */
+    RE_BAD_RATE = 14,     /* index = job: closed loop, its client_rate */
 };
+
+#define RE_MAX_CONCURRENCY 65536 /* service slots of a server; the engine keeps that many ends per server */
 
 typedef struct {
     int64_t n;
@@ -48,11 +56,12 @@ typedef struct {
 } re_requests;
 
 typedef struct {
-    int32_t queue_depth; /* units outstanding at a device at once (>= 1) */
-    double bandwidth;    /* bytes/s */
+    int32_t queue_depth; /* units outstanding at a server at once beyond its concurrency (>= 1) */
+    double bandwidth;    /* bytes/s of a server */
     double overhead;     /* s per unit */
     double seek;         /* s when a unit does not continue the previous one */
     double iops;         /* > 0: fixed-IOPS mode, every unit costs 1 / iops */
+    int32_t concurrency; /* units a server serves at once, in [1, RE_MAX_CONCURRENCY] */
 } re_device;
 
 typedef struct {
@@ -112,6 +121,7 @@ typedef struct {
     double *dispatch;  /* [n] */
     double *complete;  /* [n] */
     int64_t *unit;     /* [n] id of the unit the request was served in */
+    double *served;    /* [n] or NULL: the date its unit got a service slot */
     int64_t n_units;
 } re_output;
 
@@ -146,13 +156,23 @@ static inline size_t at_least_one(int64_t n)
  * to a chain phase (re_requests.phase, never -1). A phase opens at the end of its prev
  * phase + gap (at gap itself, a date, when prev = -1) and ends when its last request
  * completes; a request is released at the completion of its gate (at its phase's
- * opening when gate = -1) + think. */
+ * opening when gate = -1) + think.
+ *
+ * With `first`, the engine's requests are parts of recorded requests (a request split
+ * over storage targets): the parts of one request share its phase, gate and think, are
+ * released together, and what the request gates is released when its last part
+ * completes; gates point at first parts. With `client_rate`, the parts of job j leave
+ * its client link one after the other: a part due at t goes at
+ * s = max(t, the link's next free date), which then moves to s + bytes / client_rate[j]. */
 typedef struct {
-    const int64_t *gate;  /* [n] -1 or an earlier request of the same phase */
+    const int64_t *gate;  /* [n] -1 or the first part of an earlier request of the same phase */
     const double *think;  /* [n] s, finite, >= 0 */
     const int32_t *prev;  /* [n_phases] -1 or an earlier phase of the same job */
     const double *gap;    /* [n_phases] finite; >= 0 when prev >= 0 */
-    const int32_t *job;   /* [n_phases] job label of each phase */
+    const int32_t *job;   /* [n_phases] job label of each phase; in [0, n_jobs) with client_rate */
+    const int64_t *first; /* [n] or NULL: the first part of each part's request, first[first[i]] = first[i] <= i */
+    const double *client_rate; /* [n_jobs] or NULL: bytes/s of each job's client link, 0 = none */
+    int32_t n_jobs;       /* of client_rate */
 } re_chains;
 
 /* Replays the requests; returns RE_OK or an error code with its index in *bad_index
