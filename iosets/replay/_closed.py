@@ -31,7 +31,7 @@ from . import _engine
 from ._device import Device
 from ._model_check import alone_ratio
 from ._requests import SCHEDULERS, _per_class, _scheduler_params
-from ._striping import split_requests, stream_layouts
+from ._striping import StreamLayouts, split_requests, stream_layouts
 from ._trace import RequestArrays, _dense
 
 _MAX_SERVERS = 2**31 - 1
@@ -52,9 +52,9 @@ class TraceReplay:
         offset in the target's object, ``phase`` their chain phase, ``order`` their request's row.
     requests : polars.DataFrame
         Per recorded request, in engine order: ``row`` (in the site ops), ``job_id``, ``class``,
-        ``phase`` (index in its job), ``release``, ``dispatch`` (its first part's),
-        ``served`` (the first date a target began serving it), ``complete`` (its last part's),
-        ``unit`` (its first part's), ``size`` (bytes).
+        ``phase`` (index in its job), then over its parts: ``release``, ``dispatch`` and ``served``
+        the earliest (when it was released, handed to a target, and a target began serving it),
+        ``complete`` the last, ``unit`` the first part's, ``size`` the sum (its bytes).
     phases : polars.DataFrame
         Per phase: ``job_id``, ``phase``, ``recorded_start``, ``recorded_end``, ``start``, ``end``.
     jobs : polars.DataFrame
@@ -239,7 +239,9 @@ def _build(
     return trace, chains, phases, keys
 
 
-def _split(trace: RequestArrays, chains: _Chains, layouts, targets: int) -> tuple[RequestArrays, _Chains]:
+def _split(
+    trace: RequestArrays, chains: _Chains, layouts: StreamLayouts, targets: int
+) -> tuple[RequestArrays, _Chains]:
     """The trace and chains of the requests' parts on ``targets`` targets (``trace`` itself when none is split)."""
     parts = split_requests(trace.offset, trace.size, trace.stream, layouts, targets)
     if parts.n == trace.n:  # one part per request: the requests themselves, on their targets

@@ -27,6 +27,9 @@ _INTEGER_BOUNDS = {
 }
 """The integer fields and their largest value (all are >= 1)."""
 
+_STORAGE_FIELDS = ("targets", "concurrency", "stripe_size", "stripe_count", "client_bandwidth", "ranks_per_node")
+"""The fields of the parallel storage model, after the one-device model's five."""
+
 
 @dataclass(frozen=True)
 class Device:
@@ -46,8 +49,9 @@ class Device:
     Parameters
     ----------
     queue_depth : int, default=1
-        Units in service or queued at a target at once, 1 to 2^31 - 1 (at least
-        ``concurrency`` are accepted whatever it says).
+        The scheduler's window: units in service or queued at a target at once, 1 to
+        2^31 - 1; a target always accepts ``concurrency``, so the window is
+        max(queue_depth, concurrency).
     bandwidth : float, default=1e9
         Bytes per second, per target.
     overhead : float, default=5e-5
@@ -58,7 +62,8 @@ class Device:
         If > 0, fixed-IOPS mode: every unit costs 1 / iops, whatever its size
         (the IOPS examples of the RBFQ paper); units then follow each other, whatever the concurrency.
     targets : int, default=1
-        Storage targets, 1 to 65536: the engine's servers.
+        Storage targets, 1 to 65536: the trace replay's servers (the request replay takes its
+        servers from ``server_by``). Striping and the client link are the trace replay's too.
     concurrency : int, default=1
         Units a target serves at once, 1 to 65536.
     stripe_size : int, default=1048576
@@ -92,11 +97,6 @@ class Device:
         check_positive(self.iops, "device iops", strict=False)
         check_positive(self.client_bandwidth, "device client_bandwidth", strict=False)
 
-    @property
-    def striped_over(self) -> int:
-        """Targets a file is striped over by default: min(stripe_count, targets)."""
-        return min(self.stripe_count, self.targets)
-
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":
         """Build from ``key=value`` strings (the CLI's ``--device``)."""
@@ -115,8 +115,14 @@ class Device:
         return cls(**values)
 
     def to_dict(self) -> dict:
-        """The parameters as a dict."""
-        return asdict(self)
+        """The parameters as a dict: the first five always, the storage model's (``targets`` on) where they
+        differ from their defaults, so that a one-target device writes the file it wrote before them."""
+        default = Device()
+        return {
+            name: value
+            for name, value in asdict(self).items()
+            if name not in _STORAGE_FIELDS or value != getattr(default, name)
+        }
 
     @classmethod
     def from_dict(cls, values: dict, *, source: str = "device") -> "Device":

@@ -212,6 +212,8 @@ def test_the_new_fields_round_trip_and_parse_as_integers():
     assert parsed == device and isinstance(parsed.stripe_size, int)
     with pytest.raises(InputError, match="^--device concurrency: expected an integer, got '2.5'$"):
         Device.from_strings(["concurrency=2.5"])
+    assert list(Device().to_dict()) == ["queue_depth", "bandwidth", "overhead", "seek", "iops"]  # as before them
+    assert list(Device(targets=2).to_dict())[-1:] == ["targets"]
     assert list(device.to_dict())[-6:] == [
         "targets",
         "concurrency",
