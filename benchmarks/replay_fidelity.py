@@ -49,9 +49,8 @@ def fidelity(path: Path) -> dict:
 
 
 def main(paths: list[Path]) -> None:
-    print(
-        "| log | requests | phases | device (per target) | fit median | held-out median | held-out p90 | alone / recorded |"
-    )
+    print("| log | requests | phases | device (per target) | fit median | held-out median | held-out p90 |", end="")
+    print(" alone / recorded |")
     print("|---|---:|---:|---|---:|---:|---:|---:|")
     for path in paths:
         row = fidelity(path)

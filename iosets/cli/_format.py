@@ -15,6 +15,12 @@ DEVICE_UNITS = {
     "seek": ("seek", 1e3, " ms"),
     "queue_depth": ("queue depth", 1, ""),
     "iops": ("iops", 1, " /s"),
+    "targets": ("targets", 1, ""),
+    "concurrency": ("concurrency", 1, ""),
+    "stripe_size": ("stripe size", 2**-20, " MiB"),
+    "stripe_count": ("stripe count", 1, ""),
+    "client_bandwidth": ("client link", 1e-6, " MB/s per node"),
+    "ranks_per_node": ("ranks per node", 1, ""),
 }
 """Per Device field: its label, the factor to its unit, and the unit (a count has none)."""
 
@@ -25,8 +31,8 @@ def describe_device(device: Device) -> str:
     Examples
     --------
     >>> from iosets.replay import Device
-    >>> describe_device(Device(bandwidth=2.5e9, overhead=4e-5, seek=0.0))
-    'bandwidth 2500 MB/s, overhead 40 us, seek 0 ms, queue depth 1, iops 0 /s'
+    >>> describe_device(Device(bandwidth=2.5e9, overhead=4e-5, seek=0.0)).split(", ")[:6]
+    ['bandwidth 2500 MB/s', 'overhead 40 us', 'seek 0 ms', 'queue depth 1', 'iops 0 /s', 'targets 1']
     """
     names = [name for name in DEVICE_UNITS if hasattr(device, name)]
     names += [f.name for f in fields(device) if f.name not in DEVICE_UNITS]

@@ -433,7 +433,7 @@ def calibrate(
     wanted = set(fit) - set(fixed)
     usable = {name for name in wanted if evidence.of(name).usable}
     estimate = _closed_form(plain.size, plain.stream, plain.offset, start, end, evidence, usable)
-    costs = {
+    costs: dict[str, Any] = {
         name: estimate[name] if name in usable else 0.0 for name in ("bandwidth", "overhead", "seek") if name in wanted
     }
     start_device = replace(base, **costs)

@@ -18,7 +18,10 @@ CHECK_TITLE = (
     "median 37.5 %, p90 85 % (threshold 25 %)"
 )
 WARNING = f"warning: p90 of |alone / recorded - 1| is 85 %, above 25 %: {UNTRUSTED}"
-DEVICE_LINE = "device: bandwidth 1 MB/s, overhead 0 us, seek 0 ms, queue depth 1, iops 0 /s"
+DEVICE_LINE = (
+    "device: bandwidth 1 MB/s, overhead 0 us, seek 0 ms, queue depth 1, iops 0 /s, targets 1, concurrency 1, "
+    "stripe size 1 MiB, stripe count 1, client link 0 MB/s per node, ranks per node 1"
+)
 
 
 @pytest.fixture

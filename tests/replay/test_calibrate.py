@@ -183,9 +183,7 @@ def test_a_multi_target_device_is_recovered(concurrency):
 def test_a_trace_whose_only_jumps_are_phase_starts_fits_no_seek():
     """One rank writing contiguously, each phase at a new offset: the seek is not fitted, and the output says why."""
     truth = Device(bandwidth=1e9, overhead=1e-4, seek=3e-3)
-    rows = [
-        ("a", 0, (100 * phase + k) << 20, 1 << 20, 0.0, 0.0, "f", phase) for phase in range(10) for k in range(30)
-    ]
+    rows = [("a", 0, (100 * phase + k) << 20, 1 << 20, 0.0, 0.0, "f", phase) for phase in range(10) for k in range(30)]
     names = ("job_id", "rank", "offset", "size", "start", "end", "file", "phase")
     ops = pl.DataFrame(rows, schema=names, orient="row").with_columns(op=pl.lit("write"), synthetic=False)
     ops = ops.with_columns(start=pl.int_range(pl.len()).cast(pl.Float64) * 0.01 + pl.col("phase") * 1.0)
