@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     import polars as pl
     from rich.console import RenderableType
 
+    from ..analyzer import SiteTrace
     from ..replay import Calibration, Device, ModelCheck, SchedulerComparison
 
 METRICS_COLUMNS = (
@@ -266,18 +267,20 @@ def calibrate(
     """
     import json
 
-    from .._io import atomic_path, check_output, read_frame
+    from .._io import atomic_path, check_output
+    from ..analyzer import SiteTrace
     from ..replay import calibrate as calibrate_device
-    from ..replay import read_device
 
     if output is not None:
         check_output(output, suffixes=(".json",), what="device")
-    base = None if device is None else read_device(device)
+    site = SiteTrace.read(site_path)
+    layout, base = _site_settings(site, device)
     result = calibrate_device(
-        read_frame(site_path, what="site trace"),
+        site.requests,
         fit=parse_names(fit),
         device=base,
         fix=parse_pairs(fix, "--fix"),
+        layout=layout,
         cross_validate=cross_validate,
     )
     if output is not None:
@@ -374,25 +377,42 @@ def model_check_table(check: ModelCheck) -> RenderableType:
     )
 
 
-def _trace_device(path: Path | None, site_requests: pl.DataFrame, site_path: Path) -> tuple[Device, str]:
-    """The device of a trace replay and where it came from: the file given, else calibrated on the trace itself."""
-    from ..replay import calibrate, read_device
+def _site_settings(site: SiteTrace, path: Path | None) -> tuple[pl.DataFrame | None, Device]:
+    """The files' striping of a site trace (its LUSTRE records) and the device to start from: the file at
+    ``path``, else one with as many targets as the records' file system has (said), else ``Device()``."""
+    from ..replay import Device, read_device, site_layout
 
+    layout, fs_targets = site_layout(site.files)
     if path is not None:
-        return read_device(path), "file"
+        return layout, read_device(path)
+    if layout is None or fs_targets is None:
+        return layout, Device()
+    echo(f"the site trace's LUSTRE records: {layout.height} file layouts on a file system of {fs_targets} targets")
+    return layout, Device(targets=fs_targets)
+
+
+def _trace_device(path: Path | None, site: SiteTrace, site_path: Path) -> tuple[Device, str, pl.DataFrame | None]:
+    """The device of a trace replay, where it came from (the file given, else calibrated on the trace itself)
+    and the files' striping."""
+    from ..replay import calibrate
+
+    layout, base = _site_settings(site, path)
+    if path is not None:
+        return base, "file", layout
     try:
-        fitted = calibrate(site_requests)
+        fitted = calibrate(site.requests, device=base, layout=layout)
     except InputError as reason:
         raise InputError(
             f"no --device, and {site_path} cannot be calibrated on: {reason}; "
             "give --device DEVICE.json (`iosets calibrate SITE -o DEVICE.json` on another trace of the storage)"
         ) from None
-    error = fitted.error
+    error, held = fitted.error, fitted.held_out
     echo(
         f"no --device: calibrated on {site_path} "
-        f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])})"
+        f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])}; "
+        f"held out: median {percent(held['median'])}, p90 {percent(held['p90'])})"
     )
-    return fitted.device, "calibrated"
+    return fitted.device, "calibrated", layout
 
 
 def replay_trace(
@@ -440,11 +460,17 @@ def replay_trace(
     site = SiteTrace.read(site_path)
     site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
     rec = read_frame(rec_path, what="recommendation")
-    chosen_device, device_source = _trace_device(device, site.requests, site_path)
+    chosen_device, device_source, layout = _trace_device(device, site, site_path)
     echo(f"device: {describe_device(chosen_device)}")
     with warnings_to_stderr():
         comparison = compare_schedulers(
-            site.requests, rec, schedulers, device=chosen_device, window=chosen_window, site_jobs=site_jobs
+            site.requests,
+            rec,
+            schedulers,
+            device=chosen_device,
+            window=chosen_window,
+            site_jobs=site_jobs,
+            layout=layout,
         )
     check = comparison.model_check
     if output is not None:

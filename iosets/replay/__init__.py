@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         sliding_shares,
     )
     from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, RequestResults, replay_requests
-    from ._striping import LAYOUT
+    from ._striping import LAYOUT, site_layout
     from ._trace import RequestArrays
     from ._trace_metrics import TraceMetrics, trace_metrics
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
@@ -68,6 +68,7 @@ _EXPORTS = {
     "RequestResults": "._requests",
     "replay_requests": "._requests",
     "LAYOUT": "._striping",
+    "site_layout": "._striping",
     "RequestArrays": "._trace",
     "TraceMetrics": "._trace_metrics",
     "trace_metrics": "._trace_metrics",

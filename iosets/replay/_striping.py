@@ -248,3 +248,23 @@ def _bytes(span, count, stripe, head, tail, k) -> np.ndarray:
     less the head of the first stripe (part 0) and the tail of the last (part span % count)."""
     stripes, last = _divmod(span - k, count)
     return ((stripes + 1) * stripe - head - np.where(last == 0, tail, 0)).astype(np.float64)
+
+
+def site_layout(files: pl.DataFrame | None) -> tuple[pl.DataFrame | None, int | None]:
+    """The ``layout`` frame of a site trace's files table (:data:`iosets.schemas.SITE_FILES`, one row per file:
+    the first job's) and the largest file system's targets it names; (None, None) without a files table.
+
+    Examples
+    --------
+    >>> files = pl.DataFrame({"file": ["a", "a"], "job_id": ["1", "2"], "stripe_size": [1 << 20] * 2,
+    ...     "stripe_count": [4, 4], "first_target": [7, 7], "fs_targets": [248, 248]})
+    >>> layout, targets = site_layout(files)
+    >>> layout.height, targets
+    (1, 248)
+    """
+    if files is None or files.is_empty():
+        return None, None
+    layout = files.sort("file", "job_id").unique("file", keep="first", maintain_order=True)
+    targets = layout["fs_targets"].drop_nulls().to_list() if "fs_targets" in layout.columns else []
+    frame = LAYOUT.validate(layout.select("file", "stripe_size", "stripe_count", "first_target"), source="files")
+    return frame, max(targets) if targets else None

@@ -84,12 +84,13 @@ def test_json_holds_the_model_check_and_the_device(files, alone_known):
 def test_without_a_device_it_calibrates_on_the_trace_and_says_so(files, alone_known):
     result = replay(files, "--json")
     fitted = calibrate(alone_known.site)
-    error = fitted.error
+    error, held = fitted.error, fitted.held_out
     site = files / "site.parquet"
     lines = result.stderr.splitlines()
     said = (
         f"no --device: calibrated on {site} "
-        f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])})"
+        f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])}; "
+        f"held out: median {percent(held['median'])}, p90 {percent(held['p90'])})"
     )
     assert lines[:2] == [said, f"device: {describe_device(fitted.device)}"]
     data = json.loads(result.stdout)
