@@ -23,11 +23,11 @@ from scipy.optimize import minimize
 from ..errors import InputError
 from ._closed import _build, _Chains, _PerRequest, _run
 from ._device import Device
-from ._evidence import TraceEvidence, between, concurrency_candidates, found_idle, jumps, trace_evidence
+from ._evidence import TAIL_RATIO, TraceEvidence, between, concurrency_candidates, found_idle, jumps, trace_evidence
 from ._requests import _scheduler_params
 from ._trace import RequestArrays
 
-FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency")
+FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency", "rate", "burst")
 """The device parameters :func:`calibrate` can fit; the others are site settings (or ``fix``)."""
 
 FOLDS = 5
@@ -36,6 +36,8 @@ FOLDS = 5
 PHASE_SHARE = 1e-3
 """The errors are over phases that last at least this share of their job's recorded span: a phase of one 80-byte
 request (16 us of an 11 s job) changes no runtime, and its error would weigh as much as the job's main phase."""
+
+_LOG_SCALE = {"bandwidth", "rate", "burst"}  # searched on a log scale
 
 _RATIO_FLOOR = 1e-3  # a phase replayed in no time counts as 1000 times too fast, not infinitely
 
@@ -214,6 +216,21 @@ def _closed_form(
     return {"bandwidth": float(bandwidth), "overhead": overhead if slope > 0 else 0.0, "seek": seek}
 
 
+def _rate_limit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[str, float]:
+    """A start for a rate limit seen in the requests found idle: ``raw`` (the bandwidth of the fast ones, those
+    within :data:`TAIL_RATIO` of the median duration), ``rate`` (their bytes over all their time, waits
+    included) and ``burst`` (the bytes of the fast requests per wait)."""
+    idle = found_idle(start, end)
+    served, moved = (end - start)[idle], size[idle]
+    fast = served <= TAIL_RATIO * np.median(served)
+    waits = max(int((~fast).sum()), 1)
+    return {
+        "raw": float(moved[fast].sum() / served[fast].sum()),
+        "rate": float(moved.sum() / served.sum()),
+        "burst": float(moved[fast].sum() / waits),
+    }
+
+
 def _refine(
     score: Callable[[Device], float],
     device: Device,
@@ -225,17 +242,18 @@ def _refine(
     """``device`` with ``names`` moved by a bounded Powell search on ``score``; kept only if it helps.
 
     The bandwidth stays within [start / spread, start x spread x ``reach``] (``reach``: the most requests the
-    trace had in flight at once, whose streams together may move that much more than one), the costs within
-    [0, max(spread x start, ``scale``)]."""
+    trace had in flight at once, whose streams together may move that much more than one), the rate limit's
+    rate and burst within [start / spread, start x spread] (searched, as the bandwidth, on a log scale), the
+    costs within [0, max(spread x start, ``scale``)]."""
     if not names:
         return device
 
     start, bounds = [], []
     for name in names:
         value = getattr(device, name)
-        if name == "bandwidth":
+        if name in _LOG_SCALE:
             start.append(np.log(value))
-            bounds.append((np.log(value / _SPREAD), np.log(value * _SPREAD * reach)))
+            bounds.append((np.log(value / _SPREAD), np.log(value * _SPREAD * (reach if name == "bandwidth" else 1))))
         else:
             start.append(value)
             bounds.append((0.0, max(_SPREAD * value, scale)))
@@ -246,8 +264,8 @@ def _refine(
         values: dict[str, Any] = {
             name: float(value) for name, value in zip(names, np.clip(x, lower, upper), strict=True)
         }
-        if "bandwidth" in values:
-            values["bandwidth"] = float(np.exp(values["bandwidth"]))
+        for name in _LOG_SCALE & values.keys():
+            values[name] = float(np.exp(values[name]))
         return replace(device, **values)
 
     best = minimize(
@@ -436,10 +454,17 @@ def calibrate(
     costs: dict[str, Any] = {
         name: estimate[name] if name in usable else 0.0 for name in ("bandwidth", "overhead", "seek") if name in wanted
     }
+    limited = {"rate", "burst"} & usable
+    if limited:
+        limit = _rate_limit(plain.size, start, end)
+        costs |= {name: limit[name] for name in limited}
+        if "bandwidth" in usable:
+            costs["bandwidth"] = limit["raw"]
+    costs |= {name: 0.0 for name in {"rate", "burst"} & wanted - usable}
     start_device = replace(base, **costs)
     if "concurrency" in wanted - usable:
         start_device = _with_concurrency(start_device, 1)
-    names = [name for name in ("bandwidth", "overhead", "seek") if name in usable]
+    names = [name for name in ("bandwidth", "overhead", "seek", "rate", "burst") if name in usable]
     current = _fit(recorded, start_device, names, "concurrency" in usable, evidence.max_in_flight)
     requests, phase_errors = (np.abs(errors) for errors in recorded.errors(current))
     by, held_out = (
