@@ -15,6 +15,8 @@ DEVICE_UNITS = {
     "seek": ("seek", 1e3, " ms"),
     "queue_depth": ("queue depth", 1, ""),
     "iops": ("iops", 1, " /s"),
+    "rate": ("rate", 1e-6, " MB/s"),
+    "burst": ("burst", 1e-6, " MB"),
 }
 """Per Device field: its label, the factor to its unit, and the unit (a count has none)."""
 
