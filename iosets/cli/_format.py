@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -19,27 +18,31 @@ DEVICE_UNITS = {
     "concurrency": ("concurrency", 1, ""),
     "stripe_size": ("stripe size", 2**-20, " MiB"),
     "stripe_count": ("stripe count", 1, ""),
-    "client_bandwidth": ("client link", 1e-6, " MB/s per node"),
+    "client_bandwidth": ("client bandwidth", 1e-6, " MB/s"),
     "ranks_per_node": ("ranks per node", 1, ""),
+    "rate": ("rate", 1e-6, " MB/s"),
+    "burst": ("burst", 1e-6, " MB"),
 }
 """Per Device field: its label, the factor to its unit, and the unit (a count has none)."""
 
 
 def describe_device(device: Device) -> str:
-    """Every field of ``device`` with its unit, in the order of :data:`DEVICE_UNITS` then the dataclass's.
+    """Every field of ``device``'s file (:meth:`Device.to_dict`: the storage model's where they differ
+    from their defaults) with its unit, in the order of :data:`DEVICE_UNITS`.
 
     Examples
     --------
     >>> from iosets.replay import Device
-    >>> describe_device(Device(bandwidth=2.5e9, overhead=4e-5, seek=0.0)).split(", ")[:6]
-    ['bandwidth 2500 MB/s', 'overhead 40 us', 'seek 0 ms', 'queue depth 1', 'iops 0 /s', 'targets 1']
+    >>> describe_device(Device(bandwidth=2.5e9, overhead=4e-5, seek=0.0))
+    'bandwidth 2500 MB/s, overhead 40 us, seek 0 ms, queue depth 1, iops 0 /s'
+    >>> describe_device(Device(targets=4, rate=2e8, burst=2e7)).partition("iops 0 /s, ")[2]
+    'targets 4, rate 200 MB/s, burst 20 MB'
     """
-    names = [name for name in DEVICE_UNITS if hasattr(device, name)]
-    names += [f.name for f in fields(device) if f.name not in DEVICE_UNITS]
+    values = device.to_dict()
     parts = []
-    for name in names:
-        label, factor, unit = DEVICE_UNITS.get(name, (name.replace("_", " "), 1, ""))
-        parts.append(f"{label} {getattr(device, name) * factor:.4g}{unit}")
+    for name, (label, factor, unit) in DEVICE_UNITS.items():
+        if name in values:
+            parts.append(f"{label} {values[name] * factor:.4g}{unit}")
     return ", ".join(parts)
 
 

@@ -27,8 +27,17 @@ _INTEGER_BOUNDS = {
 }
 """The integer fields and their largest value (all are >= 1)."""
 
-_STORAGE_FIELDS = ("targets", "concurrency", "stripe_size", "stripe_count", "client_bandwidth", "ranks_per_node")
-"""The fields of the parallel storage model, after the one-device model's five."""
+_STORAGE_FIELDS = (
+    "targets",
+    "concurrency",
+    "stripe_size",
+    "stripe_count",
+    "client_bandwidth",
+    "ranks_per_node",
+    "rate",
+    "burst",
+)
+"""The fields of the parallel storage model and its token buckets, after the one-device model's five."""
 
 
 @dataclass(frozen=True)
@@ -42,9 +51,11 @@ class Device:
     window beyond that, so a deeper queue leaves the scheduler less control. Files are
     striped over the targets (``stripe_size``, ``stripe_count``) and a request split at
     stripe boundaries completes when its last part does; a job's requests leave its
-    nodes no faster than ``client_bandwidth`` per node. Bandwidth, overhead, seek,
-    queue_depth and concurrency are per target. ``Device()`` is one target serving one
-    unit at a time.
+    nodes no faster than ``client_bandwidth`` per node. With ``rate`` > 0 a target is
+    rate-limited by a token bucket (blk-throttle, Lustre's TBF): it moves ``burst`` bytes
+    at its bandwidth after idling, then ``rate`` bytes/s on average; a unit starts once
+    the bucket holds its bytes. Bandwidth, overhead, seek, queue_depth, concurrency,
+    rate and burst are per target. ``Device()`` is one target serving one unit at a time.
 
     Parameters
     ----------
@@ -74,6 +85,11 @@ class Device:
         Bytes per second one client node's link carries; 0: no client limit.
     ranks_per_node : int, default=1
         Ranks per client node: a job's nodes are ceil(its distinct ranks in the trace / ranks_per_node).
+    rate : float, default=0.0
+        Bytes per second a target moves on average (its token bucket's refill); 0: no limit, its bandwidth only.
+    burst : float, default=0.0
+        Bytes a target's bucket holds, full at the start: what it moves at its bandwidth after idling.
+        With ``rate`` > 0 and burst 0, every byte waits for its token (a plain rate limit).
     """
 
     queue_depth: int = 1
@@ -87,6 +103,8 @@ class Device:
     stripe_count: int = 1
     client_bandwidth: float = 0.0
     ranks_per_node: int = 1
+    rate: float = 0.0
+    burst: float = 0.0
 
     def __post_init__(self):
         for name, largest in _INTEGER_BOUNDS.items():
@@ -96,6 +114,8 @@ class Device:
         check_positive(self.seek, "device seek", strict=False)
         check_positive(self.iops, "device iops", strict=False)
         check_positive(self.client_bandwidth, "device client_bandwidth", strict=False)
+        check_positive(self.rate, "device rate", strict=False)
+        check_positive(self.burst, "device burst", strict=False)
 
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":

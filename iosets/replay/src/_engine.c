@@ -19,10 +19,10 @@
 
 static PyObject *ReplayError;
 
-/* The device's fields, read by name (get_device); interned once at import. The last,
- * concurrency, may be absent (1: one unit at a time). */
+/* The device's fields, read by name (get_device); interned once at import. The last three
+ * may be absent: concurrency (1: one unit at a time), rate and burst (0: no token bucket). */
 static const char *const device_field_names[] = {"queue_depth", "bandwidth", "overhead", "seek", "iops",
-                                                 "concurrency"};
+                                                 "concurrency", "rate", "burst"};
 enum { N_DEVICE_FIELDS = sizeof(device_field_names) / sizeof(device_field_names[0]) };
 static PyObject *device_fields[N_DEVICE_FIELDS];
 
@@ -275,12 +275,16 @@ static int get_window(const arg_parse *p, const arg_spec *spec, PyObject *obj, d
     return ok ? 0 : scalar_error(p, spec, NULL, "a pair of floats (T_begin, T_end)", obj);
 }
 
-/* The device's fields, read by name from any object that has them (a Device). */
+/* The device's fields, read by name from any object that has them (a Device); the token
+ * bucket's rate and burst must be finite and >= 0. */
 static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, re_device *dev)
 {
-    enum { CONCURRENCY = N_DEVICE_FIELDS - 1 };
-    double *values[N_DEVICE_FIELDS] = {NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops, NULL};
+    enum { CONCURRENCY = 5, RATE = 6 };
+    double *values[N_DEVICE_FIELDS] = {
+        NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops, NULL, &dev->rate, &dev->burst,
+    };
     dev->concurrency = 1;
+    dev->rate = dev->burst = 0.0;
     for (int k = 0; k < N_DEVICE_FIELDS; k++) {
         const char *field = device_field_names[k];
         PyObject *value = PyObject_GetAttr(obj, device_fields[k]);
@@ -288,8 +292,8 @@ static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, r
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
             PyErr_Clear();
-            if (k == CONCURRENCY)
-                return 0;
+            if (k >= CONCURRENCY)
+                continue;
             PyErr_Format(PyExc_TypeError,
                          "%s: '%s' must have queue_depth, bandwidth, overhead, seek and iops (a Device), got %s "
                          "without '%s'", p->function, spec->name, Py_TYPE(obj)->tp_name, field);
@@ -298,6 +302,10 @@ static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, r
         int rc = k == 0             ? get_int32(p, spec, field, value, 1, &dev->queue_depth)
                  : k == CONCURRENCY ? get_int32(p, spec, field, value, 1, &dev->concurrency)
                                     : get_double(p, spec, field, value, values[k]);
+        if (rc == 0 && k >= RATE && !(*values[k] >= 0 && isfinite(*values[k]))) {
+            PyErr_SetNone(PyExc_ValueError);
+            rc = scalar_error(p, spec, field, "a finite float >= 0", value);
+        }
         Py_DECREF(value);
         if (rc < 0)
             return -1;
@@ -639,8 +647,8 @@ static const char *request_error_text(int rc)
     case RE_BAD_SIZE: return "size must be >= 0 and < 2^63 (request %lld)";
     case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
     case RE_BAD_DEVICE:
-        return "device: queue_depth >= 1, bandwidth > 0, overhead, seek and iops >= 0, all finite, concurrency in "
-               "[1, 65536]";
+        return "device: queue_depth >= 1, bandwidth > 0, overhead, seek, iops, rate and burst >= 0, all finite, "
+               "concurrency in [1, 65536]";
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
     case RE_BAD_LIMIT: return "limit must be finite and >= 0 (class %lld)";
@@ -750,7 +758,8 @@ PyDoc_STRVAR(replay_requests_doc,
 "arrival, size : float64 arrays of n_requests (arrival sorted)\n"
 "offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
 "n_classes, n_streams, n_servers, n_phases : int >= 0\n"
-"device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops.\n"
+"device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent),\n"
+"    rate and burst (0 if absent: no token bucket).\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "dispatch, complete : writable float64 arrays; unit : writable int64 array, filled\n\n"
@@ -830,14 +839,16 @@ PyDoc_STRVAR(replay_trace_doc,
 "client_rate : float64 array of n_jobs (the largest job label + 1), or None (no limit)\n"
 "    Bytes/s of each job's client link, 0 = none.\n"
 "device : Device\n"
-"    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent).\n"
+"    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent),\n"
+"    rate and burst (0 if absent: no token bucket).\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "release, dispatch, complete : writable float64 arrays of n_requests; unit : writable int64\n"
 "    array of n_requests, filled\n"
 "phase_start, phase_end : writable float64 arrays of n_phases, filled (NaN where never reached)\n"
 "served : writable float64 array of n_requests, or None\n"
-"    Filled with the date each request's unit got a service slot on its server.\n\n"
+"    Filled with the date each request's unit started on its server: its service slot, or later\n"
+"    once its token bucket held its bytes.\n\n"
 "Returns\n-------\nint\n    Number of dispatched units (single or aggregated requests).\n");
 
 /* client_rate's length: the largest job label + 1 (n_jobs), the labels >= 0; sets ch->n_jobs. */

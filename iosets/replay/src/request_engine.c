@@ -19,7 +19,7 @@ typedef struct {
     int64_t capacity;   /* of members */
     int64_t next;       /* next outstanding slot of the same server, or the next free slot */
     double dispatched;
-    double start;       /* its service slot */
+    double start;       /* its service slot, or later once its tokens are in */
     double end;         /* completion */
 } unit_slot;
 
@@ -32,6 +32,8 @@ typedef struct {
     double *ends;           /* [n_servers x concurrency] per server, a ring of its last units' completions */
     int32_t *ring_pos;      /* [n_servers] the ring's entry of the unit dispatched `concurrency` units ago */
     int32_t concurrency;
+    double *tokens;         /* [n_servers] bytes in the server's bucket at `refilled` (< 0: owed) */
+    double *refilled;       /* [n_servers] */
     int32_t *last_stream;   /* [n_servers] */
     int64_t *last_end;      /* [n_servers] end offset of the last dispatched unit */
     int32_t *dirty;         /* servers that may dispatch now */
@@ -48,7 +50,8 @@ static int validate(const re_requests *rq, const re_device *dev, int sorted_arri
 {
     if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
         !(dev->overhead >= 0) || !isfinite(dev->overhead) || !(dev->seek >= 0) || !isfinite(dev->seek) ||
-        !(dev->iops >= 0) || !isfinite(dev->iops) || dev->concurrency < 1 || dev->concurrency > RE_MAX_CONCURRENCY)
+        !(dev->iops >= 0) || !isfinite(dev->iops) || dev->concurrency < 1 || dev->concurrency > RE_MAX_CONCURRENCY ||
+        !(dev->rate >= 0) || !isfinite(dev->rate) || !(dev->burst >= 0) || !isfinite(dev->burst))
         return RE_BAD_DEVICE;
     double previous = -INFINITY;
     for (int64_t i = 0; i < rq->n; i++) {
@@ -78,9 +81,10 @@ static void mark_dirty(engine_state *e, int32_t server)
 }
 
 /* The unit's cost (overhead + transfer + seek when it does not continue the server's
- * previous unit) and in *transfer the time its bytes hold the server's bandwidth. */
+ * previous unit), in *transfer the time its bytes hold the server's bandwidth and in
+ * *bytes its bytes. */
 static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k,
-                        double *transfer)
+                        double *transfer, double *bytes)
 {
     const re_requests *rq = ctx->rq;
     const re_device *dev = ctx->device;
@@ -88,25 +92,45 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     int contiguous = rq->stream[first] == e->last_stream[server] && rq->offset[first] == e->last_end[server];
     e->last_stream[server] = rq->stream[last];
     e->last_end[server] = request_end(rq, last);
+    *bytes = rq->size[first];
+    for (int64_t j = 1; j < k; j++)
+        *bytes += rq->size[reqs[j]];
     if (dev->iops > 0)
         return *transfer = 1.0 / dev->iops;
-    double bytes = rq->size[first];
-    for (int64_t j = 1; j < k; j++)
-        bytes += rq->size[reqs[j]];
-    *transfer = bytes / dev->bandwidth;
+    *transfer = *bytes / dev->bandwidth;
     return dev->overhead + *transfer + (contiguous ? 0.0 : dev->seek);
 }
 
-/* Gives the unit a service slot on `server` at `now` and returns it; *end is its completion.
- * With concurrency 1 the slot is max(now, busy_until) and slot + cost >= busy_until + transfer
- * (rounding is monotone), so the end is the one-at-a-time model's, bit for bit. */
+/* When a unit of `bytes` given its slot at `slot` on `server` starts: at once if the server's
+ * bucket holds its tokens, else once the missing ones have come in at the device's rate. */
+static double bucket_start(const re_device *dev, engine_state *e, int32_t server, double slot, double bytes)
+{
+    double tokens = e->tokens[server] + dev->rate * (slot - e->refilled[server]);
+    tokens = tokens < dev->burst ? tokens : dev->burst;
+    if (tokens >= bytes) {
+        e->tokens[server] = tokens - bytes;
+        e->refilled[server] = slot;
+        return slot;
+    }
+    double start = slot + (bytes - tokens) / dev->rate;
+    e->tokens[server] = 0.0;
+    e->refilled[server] = start;
+    return start;
+}
+
+/* Gives the unit a service slot on `server` at `now` and returns its start (the slot, or later
+ * once its tokens are in); *end is its completion. With concurrency 1 and no bucket the slot is
+ * max(now, busy_until) and slot + cost >= busy_until + transfer (rounding is monotone), so the
+ * end is the one-at-a-time model's, bit for bit. */
 static double serve(const re_context *ctx, engine_state *e, int32_t server, const int64_t *reqs, int64_t k,
                     double now, double *end)
 {
     double *ring = e->ends + (size_t)server * (size_t)e->concurrency;
     int32_t pos = e->ring_pos[server];
     double slot = ring[pos] > now ? ring[pos] : now; /* the unit `concurrency` earlier has freed its slot */
-    double transfer, cost = unit_cost(ctx, e, server, reqs, k, &transfer);
+    double transfer, bytes, cost = unit_cost(ctx, e, server, reqs, k, &transfer, &bytes);
+    if (ctx->device->rate > 0)
+        slot = bucket_start(ctx->device, e, server, slot, bytes);
     double done = slot + cost, streamed = e->busy_until[server] + transfer;
     *end = e->busy_until[server] = ring[pos] = done > streamed ? done : streamed;
     e->ring_pos[server] = pos + 1 == e->concurrency ? 0 : pos + 1;
@@ -223,6 +247,8 @@ static void state_free(engine_state *e)
     free(e->busy_until);
     free(e->ends);
     free(e->ring_pos);
+    free(e->tokens);
+    free(e->refilled);
     free(e->last_stream);
     free(e->last_end);
     free(e->dirty);
@@ -232,7 +258,7 @@ static void state_free(engine_state *e)
     free(e);
 }
 
-static engine_state *state_new(const re_requests *rq, int32_t concurrency)
+static engine_state *state_new(const re_requests *rq, const re_device *dev)
 {
     engine_state *e = calloc(1, sizeof(engine_state));
     if (e == NULL)
@@ -244,9 +270,11 @@ static engine_state *state_new(const re_requests *rq, int32_t concurrency)
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
     e->busy_until = calloc(ns, sizeof(double));
-    e->concurrency = concurrency; /* the ring starts at 0, as busy_until: no unit is served before 0 */
-    e->ends = calloc(ns * (size_t)concurrency, sizeof(double));
+    e->concurrency = dev->concurrency; /* the ring starts at 0, as busy_until: no unit is served before 0 */
+    e->ends = calloc(ns * (size_t)dev->concurrency, sizeof(double));
     e->ring_pos = calloc(ns, sizeof(int32_t));
+    e->tokens = malloc(ns * sizeof(double));
+    e->refilled = malloc(ns * sizeof(double));
     e->last_stream = malloc(ns * sizeof(int32_t));
     e->last_end = malloc(ns * sizeof(int64_t));
     e->dirty = malloc(ns * sizeof(int32_t));
@@ -254,7 +282,7 @@ static engine_state *state_new(const re_requests *rq, int32_t concurrency)
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
     if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->ends || !e->ring_pos ||
-        !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
+        !e->tokens || !e->refilled || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }
@@ -265,6 +293,8 @@ static engine_state *state_new(const re_requests *rq, int32_t concurrency)
         e->head[s] = e->tail[s] = -1;
         e->last_stream[s] = -1;
         e->last_end[s] = -1;
+        e->tokens[s] = dev->burst; /* a full bucket, whatever the date of the first slot */
+        e->refilled[s] = -INFINITY;
     }
     return e;
 }
@@ -290,7 +320,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
     re_sched *s = ops->create(ctx, &rc, bad_index);
     if (s == NULL)
         return rc;
-    engine_state *e = state_new(rq, ctx->device->concurrency);
+    engine_state *e = state_new(rq, ctx->device);
     if (e == NULL) {
         ops->destroy(s);
         return RE_NOMEM;

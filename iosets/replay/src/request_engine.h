@@ -12,6 +12,16 @@
  * their bytes go through the bandwidth one unit after the other, and units
  * complete in dispatch order. A server always accepts `concurrency` units; the
  * scheduler may keep up to max(queue_depth, concurrency) outstanding.
+ *
+ * With rate > 0 a server is rate-limited by a token bucket of `burst` bytes,
+ * full at the start and refilled at `rate` bytes/s: a unit of b bytes given its
+ * slot at s takes tokens = min(burst, tokens + rate * (s - refilled)) at s; if
+ * tokens >= b it starts at s and tokens -= b, else it starts at
+ * s' = s + (b - tokens) / rate once its tokens are in, with tokens = 0 and
+ * refilled = s'. It then ends at max(s' + cost, end of unit k - 1 + transfer).
+ * A unit given its slot before the previous one's start (concurrency > 1) finds
+ * the bucket in debt (tokens < 0): it starts b / rate after that start. The
+ * bucket counts bytes in fixed-IOPS mode too; rate 0 is no bucket.
  */
 #ifndef IOSETS_REQUEST_ENGINE_H
 #define IOSETS_REQUEST_ENGINE_H
@@ -62,6 +72,8 @@ typedef struct {
     double seek;         /* s when a unit does not continue the previous one */
     double iops;         /* > 0: fixed-IOPS mode, every unit costs 1 / iops */
     int32_t concurrency; /* units a server serves at once, in [1, RE_MAX_CONCURRENCY] */
+    double rate;         /* bytes/s a server moves on average (its token bucket's refill); 0 = no limit */
+    double burst;        /* bytes its bucket holds (what it moves at full bandwidth after idling) */
 } re_device;
 
 typedef struct {
@@ -112,7 +124,8 @@ typedef struct {
      * (left at INFINITY when only an arrival or a completion can help);
      * -1 when the scheduler ran out of memory. */
     int64_t (*pick)(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake);
-    /* A unit of `count` requests ends: dispatched at `dispatched`, served from `started` to `now`. */
+    /* A unit of `count` requests ends: dispatched at `dispatched`, served from `started` (its slot, or
+     * later once its tokens are in) to `now`. */
     void (*complete)(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,
                      double started, double now);
 } re_sched_ops;
@@ -121,7 +134,7 @@ typedef struct {
     double *dispatch;  /* [n] */
     double *complete;  /* [n] */
     int64_t *unit;     /* [n] id of the unit the request was served in */
-    double *served;    /* [n] or NULL: the date its unit got a service slot */
+    double *served;    /* [n] or NULL: the date its unit started: its service slot, or later for its tokens */
     int64_t n_units;
 } re_output;
 
