@@ -27,6 +27,8 @@ DEVICE_PARAMETERS = (
     "stripe_count",
     "client_bandwidth",
     "ranks_per_node",
+    "rate",
+    "burst",
 )
 """The fields of iosets.replay.Device"""
 

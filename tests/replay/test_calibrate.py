@@ -177,6 +177,8 @@ def test_a_multi_target_device_is_recovered(concurrency):
         "overhead": "fitted",
         "seek": "not fitted",
         "concurrency": "fitted",
+        "rate": "not fitted",
+        "burst": "not fitted",
     }
 
 

@@ -205,10 +205,16 @@ def test_the_measured_stretch_of_a_fixture_job_is_its_runtime_over_compute_plus_
     assert l0["stretch"]["measured"] == pytest.approx(runtime / alone, rel=1e-12)
 
 
-def test_the_device_is_calibrated_on_the_calibration_runs_logs():
-    saved = recorded(JOBS4)["darshan"]
+def test_the_calibration_run_gives_back_its_throttle_as_a_rate_limit():
+    """One job alone under a 200 MB/s blk-throttle: its requests go at the disk's raw speed until the slice's bytes
+    are spent, then wait (a rate limit with bursts: fitted, at the throttle's rate); its only jumps are phase
+    starts (no seek fitted)."""
     calibration = calibrate_on(JOBS4 / "calibration")
-    assert calibration.device.to_dict() == pytest.approx(saved["device"], rel=1e-6)
+    how = {p.name: p for p in calibration.parameters}
+    assert how["rate"].how == how["burst"].how == "fitted" and "a rate limit with bursts" in how["rate"].reason
+    assert calibration.device.rate == pytest.approx(200e6, rel=0.01)
+    assert calibration.device.bandwidth > 5 * calibration.device.rate  # the bursts go at the disk's own speed
+    assert how["seek"].how == "not fitted" and calibration.device.seek == 0.0
 
 
 # ---------------------------------------------------------------------------------------------- the result
