@@ -48,6 +48,11 @@ def fidelity(path: Path) -> dict:
     }
 
 
+def limit_text(device) -> str:
+    """The device's rate limit, if it has one."""
+    return f", limit {device.rate / 1e6:.0f} MB/s, burst {device.burst / 1e6:.1f} MB" if device.rate else ""
+
+
 def main(paths: list[Path]) -> None:
     print("| log | requests | phases | device (per target) | fit median | held-out median | held-out p90 |", end="")
     print(" alone / recorded |")
@@ -58,7 +63,8 @@ def main(paths: list[Path]) -> None:
         ratios = ", ".join(f"{ratio:.2f}" for ratio in row["alone_ratio"])
         print(
             f"| `{row['log']}` | {row['requests']} | {row['phases']} | {device.bandwidth / 1e6:.0f} MB/s, "
-            f"{device.overhead * 1e6:.0f} us, seek {device.seek * 1e3:.2f} ms, concurrency {device.concurrency} | "
+            f"{device.overhead * 1e6:.0f} us, seek {device.seek * 1e3:.2f} ms, concurrency {device.concurrency}"
+            f"{limit_text(device)} | "
             f"{row['in_sample']:.1%} | {held['median']:.1%} | {held['p90']:.1%} | {ratios} |"
         )
         print(

@@ -149,10 +149,17 @@ def trace_evidence(
 
 def _bucket(duration: np.ndarray, idle: np.ndarray) -> Evidence:
     """A rate limit with bursts: requests found idle mostly fast, a tail of them waiting for the limit (at least
-    :data:`MIN_EVIDENCE` of them, their mean duration :data:`TAIL_RATIO` times their median)."""
+    :data:`MIN_EVIDENCE` of them, their mean duration :data:`TAIL_RATIO` times their median). Only when most
+    requests found the device idle: among requests in flight together, a long one may be waiting for the
+    others, not for a limit."""
     served = duration[idle]
-    if served.size < MIN_EVIDENCE:
-        return Evidence(int(served.size), False, f"fewer than {MIN_EVIDENCE} requests found the device idle")
+    if served.size < MIN_EVIDENCE or 2 * served.size < duration.size:
+        return Evidence(
+            int(served.size),
+            False,
+            f"{served.size} of {duration.size} requests found the device idle (fewer than {MIN_EVIDENCE}, or not "
+            "most): a long request may be waiting for others, not for a rate limit",
+        )
     median, mean = float(np.median(served)), float(served.mean())
     waited = int((served > TAIL_RATIO * median).sum())
     if mean >= TAIL_RATIO * median and waited >= MIN_EVIDENCE:
