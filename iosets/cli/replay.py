@@ -246,7 +246,7 @@ def calibrate(
     site_path: Annotated[Path, typer.Argument(metavar="SITE", help="Site trace from `iosets ingest --site`.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the fitted device (JSON).")] = None,
     fit: Annotated[str, typer.Option(help="Comma-separated device parameters to fit.")] = (
-        "bandwidth,overhead,seek,concurrency"
+        "bandwidth,overhead,seek,concurrency,rate,burst"
     ),
     fix: Annotated[
         list[str] | None,
@@ -305,7 +305,7 @@ def fit_error_text(result: Calibration) -> str:
         f"{shown(error['request_median'], '{:.2%}')}, p90 {shown(error['request_p90'], '{:.2%}')}"
     )
     if not held["folds"]:
-        return text + "\nheld-out error: none (one phase: nothing to hold out)"
+        return text + "\nheld-out error: none (one job with one phase: nothing to hold out)"
     return text + (
         f"\nheld-out error over {held['n_phases']:.0f} phases ({held['folds']:.0f} folds of {result.held_out_by}): "
         f"median |replayed / recorded - 1| {shown(held['median'], '{:.2%}')}, p90 {shown(held['p90'], '{:.2%}')}"

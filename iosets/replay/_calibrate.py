@@ -167,9 +167,13 @@ class _Fit:
 
 
 def _counted(phases: pl.DataFrame, duration: np.ndarray) -> np.ndarray:
-    """The phases that last at least :data:`PHASE_SHARE` of their job's recorded span."""
+    """The phases that last at least :data:`PHASE_SHARE` of their job's recorded span; all the phases of positive
+    duration of a job none of whose phases does (a job of short bursts spread over a long life)."""
+    job = phases["_job"].to_numpy()
     span = phases.select((pl.col("recorded_end").max() - pl.col("recorded_start").min()).over("_job"))
-    return duration >= np.maximum(PHASE_SHARE * span.to_series().to_numpy(), np.finfo(float).tiny)
+    lasting = duration >= PHASE_SHARE * span.to_series().to_numpy()
+    has_lasting = np.bincount(job, weights=lasting, minlength=int(job.max(initial=-1)) + 1) > 0
+    return (duration > 0) & (lasting | ~has_lasting[job])
 
 
 def _relative(replayed: np.ndarray, recorded: np.ndarray, keep: np.ndarray) -> np.ndarray:
