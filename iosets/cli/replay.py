@@ -9,7 +9,7 @@ import typer
 
 from ..errors import InputError
 from ._choices import DEVICE_PARAMETERS, FIGURES, POLICIES, SCHEDULERS, one_of
-from ._format import describe_device, percent
+from ._format import percent
 from ._output import echo, print_json, progress, show, show_note, show_warning, warnings_to_stderr
 from ._parse import parse_names, parse_numbers, parse_pairs, parse_profile, parse_window
 from ._tables import Column, field, ratio, render_table, shown
@@ -290,7 +290,7 @@ def calibrate(
         print_json(result.to_dict())
         return
     show(render_table([vars(p) for p in result.parameters], PARAMETER_COLUMNS, title=f"{site_path}: calibration"))
-    echo(f"device: {describe_device(result.device)}", stderr=False)
+    echo(f"device: {result.device.describe()}", stderr=False)
     echo(fit_error_text(result), stderr=False)
     if output is not None:
         echo(f"wrote {output}")
@@ -461,7 +461,7 @@ def replay_trace(
     site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
     rec = read_frame(rec_path, what="recommendation")
     chosen_device, device_source, layout = _trace_device(device, site, site_path)
-    echo(f"device: {describe_device(chosen_device)}")
+    echo(f"device: {chosen_device.describe()}")
     with warnings_to_stderr():
         comparison = compare_schedulers(
             site.requests,

@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._calibrate import FIT_PARAMETERS, Calibration, calibrate
     from ._closed import TraceReplay, replay_trace
     from ._compare import SchedulerComparison, compare_schedulers
-    from ._device import Device, read_device
+    from ._device import DEVICE_UNITS, Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
     from ._model_check import MODEL_CHECK_THRESHOLD, ModelCheck, model_check
     from ._phase import PhaseReplay, replay_phases
@@ -41,6 +41,7 @@ _EXPORTS = {
     "replay_trace": "._closed",
     "compare_schedulers": "._compare",
     "SchedulerComparison": "._compare",
+    "DEVICE_UNITS": "._device",
     "Device": "._device",
     "read_device": "._device",
     "EXPERIMENT_POLICIES": "._experiments",

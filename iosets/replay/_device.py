@@ -40,6 +40,24 @@ _STORAGE_FIELDS = (
 """The fields of the parallel storage model and its token buckets, after the one-device model's five."""
 
 
+DEVICE_UNITS = {
+    "bandwidth": ("bandwidth", 1e-6, " MB/s"),
+    "overhead": ("overhead", 1e6, " us"),
+    "seek": ("seek", 1e3, " ms"),
+    "queue_depth": ("queue depth", 1, ""),
+    "iops": ("iops", 1, " /s"),
+    "targets": ("targets", 1, ""),
+    "concurrency": ("concurrency", 1, ""),
+    "stripe_size": ("stripe size", 2**-20, " MiB"),
+    "stripe_count": ("stripe count", 1, ""),
+    "client_bandwidth": ("client bandwidth", 1e-6, " MB/s"),
+    "ranks_per_node": ("ranks per node", 1, ""),
+    "rate": ("rate", 1e-6, " MB/s"),
+    "burst": ("burst", 1e-6, " MB"),
+}
+"""Per Device field: its label, the factor to its unit, and the unit (a count has none)."""
+
+
 @dataclass(frozen=True)
 class Device:
     """The storage model of the request engine: ``targets`` storage targets (a Lustre OST each).
@@ -133,6 +151,24 @@ class Device:
                 expected = "an integer" if integer else "a number"
                 raise InputError(f"--device {key}: expected {expected}, got {value!r}") from None
         return cls(**values)
+
+    def describe(self) -> str:
+        """Every field of the device's file (:meth:`to_dict`: the storage model's where they differ from their
+        defaults) with its unit, in the order of :data:`DEVICE_UNITS`.
+
+        Examples
+        --------
+        >>> Device(bandwidth=2.5e9, overhead=4e-5, seek=0.0).describe()
+        'bandwidth 2500 MB/s, overhead 40 us, seek 0 ms, queue depth 1, iops 0 /s'
+        >>> Device(targets=4, rate=2e8, burst=2e7).describe().partition("iops 0 /s, ")[2]
+        'targets 4, rate 200 MB/s, burst 20 MB'
+        """
+        values = self.to_dict()
+        return ", ".join(
+            f"{label} {values[name] * factor:.4g}{unit}"
+            for name, (label, factor, unit) in DEVICE_UNITS.items()
+            if name in values
+        )
 
     def to_dict(self) -> dict:
         """The parameters as a dict: the first five always, the storage model's (``targets`` on) where they

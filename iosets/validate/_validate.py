@@ -267,7 +267,7 @@ def validate(
             calibration = calibrate_on(logs / "calibration") if logs is not None else None
             device = None if calibration is None else calibration.device
             if device is not None:
-                say(f"device calibrated on the Darshan logs of the calibration run: {_device_text(device)}")
+                say(f"device calibrated on the Darshan logs of the calibration run: {device.describe()}")
             results, checks = {}, []
             for policy in policies:
                 results[policy], found = _validate_policy(
@@ -291,13 +291,6 @@ def _empty_folder(path: str | os.PathLike) -> Path:
     except OSError as exc:
         raise InputError(f"darshan_logs: cannot use {folder} ({exc.strerror or exc})") from None
     return folder.resolve()
-
-
-def _device_text(device: Device) -> str:
-    return (
-        f"bandwidth {device.bandwidth / 1e6:.1f} MB/s, overhead {device.overhead * 1e3:.3f} ms, "
-        f"seek {device.seek * 1e3:.3f} ms, queue depth {device.queue_depth}"
-    )
 
 
 def _check_policies(policies: Sequence[str]) -> list[str]:

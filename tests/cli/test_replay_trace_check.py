@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from iosets.cli import app
-from iosets.cli._format import DEVICE_UNITS, describe_device, percent
-from iosets.replay import Device, SchedulerComparison, calibrate
+from iosets.cli._format import percent
+from iosets.replay import DEVICE_UNITS, Device, SchedulerComparison, calibrate
 from iosets.replay._model_check import UNTRUSTED
 
 runner = CliRunner()
@@ -89,7 +89,7 @@ def test_without_a_device_it_calibrates_on_the_trace_and_says_so(files, alone_kn
         f"(fit error: median {percent(error['phase_median'])}, p90 {percent(error['phase_p90'])}; "
         f"held out: median {percent(held['median'])}, p90 {percent(held['p90'])})"
     )
-    assert lines[:2] == [said, f"device: {describe_device(fitted.device)}"]
+    assert lines[:2] == [said, f"device: {fitted.device.describe()}"]
     data = json.loads(result.stdout)
     assert (data["device"], data["device_source"]) == (fitted.device.to_dict(), "calibrated")
 
@@ -116,9 +116,9 @@ def test_the_written_tables_carry_the_ratio_and_read_back_to_the_same_check(file
 
 def test_describe_device_gives_every_field_with_its_unit():
     device = Device(queue_depth=4, bandwidth=2.5e9, overhead=4e-5, seek=1.5e-4, iops=0.0)
-    assert describe_device(device) == "bandwidth 2500 MB/s, overhead 40 us, seek 0.15 ms, queue depth 4, iops 0 /s"
+    assert device.describe() == "bandwidth 2500 MB/s, overhead 40 us, seek 0.15 ms, queue depth 4, iops 0 /s"
     slow = Device(bandwidth=5e5, iops=200.0)  # the default overhead (50 us) and seek (2 ms)
-    assert describe_device(slow) == "bandwidth 0.5 MB/s, overhead 50 us, seek 2 ms, queue depth 1, iops 200 /s"
+    assert slow.describe() == "bandwidth 0.5 MB/s, overhead 50 us, seek 2 ms, queue depth 1, iops 200 /s"
     assert {f.name for f in fields(Device)} == set(DEVICE_UNITS), "give each Device field its label and unit"
 
 
@@ -126,4 +126,4 @@ def test_calibrate_prints_the_device_as_replay_trace_does(files):
     printed = json.loads(runner.invoke(app, ["calibrate", str(files / "site.parquet"), "--json"]).stdout)
     text = runner.invoke(app, ["calibrate", str(files / "site.parquet")])
     assert text.exit_code == 0, text.output
-    assert f"device: {describe_device(Device.from_dict(printed['device']))}" in text.stdout.splitlines()
+    assert f"device: {Device.from_dict(printed['device']).describe()}" in text.stdout.splitlines()
