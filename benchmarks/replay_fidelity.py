@@ -38,7 +38,7 @@ def fidelity(path: Path) -> dict:
     return {
         "log": path.name,
         "requests": requests.height,
-        "phases": fitted.n_phases,
+        "phases": fitted.n_phases if fitted.units == "phases" else f"{fitted.n_phases} ranks",
         "device": fitted.device,
         "in_sample": fitted.error["phase_median"],
         "held_out": fitted.held_out,

@@ -296,18 +296,23 @@ def calibrate(
         echo(f"wrote {output}")
 
 
+UNIT_TEXT = {"phases": "phases", "ranks": "ranks (each one's span in the job's one phase)"}
+"""What a calibration's errors are over."""
+
+
 def fit_error_text(result: Calibration) -> str:
     """The in-sample and held-out errors of a calibration, in one paragraph."""
     error, held = result.error, result.held_out
     text = (
-        f"fit error over {result.n_phases} phases: median {shown(error['phase_median'], '{:.2%}')}, "
+        f"fit error over {result.n_phases} {UNIT_TEXT[result.units]}: median {shown(error['phase_median'], '{:.2%}')}, "
         f"p90 {shown(error['phase_p90'], '{:.2%}')}; over {result.n_requests} requests: median "
         f"{shown(error['request_median'], '{:.2%}')}, p90 {shown(error['request_p90'], '{:.2%}')}"
     )
     if not held["folds"]:
-        return text + "\nheld-out error: none (one job with one phase: nothing to hold out)"
+        return text + "\nheld-out error: none (one job with one phase or rank: nothing to hold out)"
     return text + (
-        f"\nheld-out error over {held['n_phases']:.0f} phases ({held['folds']:.0f} folds of {result.held_out_by}): "
+        f"\nheld-out error over {held['n_phases']:.0f} {result.units} "
+        f"({held['folds']:.0f} folds of {result.held_out_by}): "
         f"median |replayed / recorded - 1| {shown(held['median'], '{:.2%}')}, p90 {shown(held['p90'], '{:.2%}')}"
     )
 

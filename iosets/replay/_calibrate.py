@@ -94,10 +94,14 @@ class Calibration:
         replayed on the device fitted without its fold), ``n_phases`` and ``folds``; NaN with 0 folds when there is
         only one job with one phase.
     held_out_by : str
-        ``jobs`` (folds of whole jobs) or ``phases`` (one job: folds of its phases).
+        ``jobs`` (folds of whole jobs), ``phases`` (one job: folds of its phases) or ``ranks`` (one job of one
+        phase: folds of its ranks).
     n_phases, n_requests : int
-        Phases the errors are over (lasting at least :data:`PHASE_SHARE` of their job's span) and requests of
-        positive recorded duration.
+        Units the phase errors are over (phases lasting at least :data:`PHASE_SHARE` of their job's span; for one
+        job of one phase, its ranks' spans in it: first request to last end) and requests of positive recorded
+        duration.
+    units : str
+        What ``n_phases`` counts: ``phases`` or ``ranks``.
     """
 
     device: Device
@@ -107,6 +111,7 @@ class Calibration:
     held_out_by: str
     n_phases: int
     n_requests: int
+    units: str = "phases"
 
     def to_dict(self) -> dict:
         """The device, each parameter's evidence, the errors and the counts as plain values (``--json``)."""
@@ -117,6 +122,7 @@ class Calibration:
             "held_out": dict(self.held_out) | {"by": self.held_out_by},
             "n_phases": self.n_phases,
             "n_requests": self.n_requests,
+            "units": self.units,
         }
 
 
@@ -127,8 +133,9 @@ class _Fit:
     trace: RequestArrays
     chains: _Chains
     request_duration: np.ndarray  # recorded, per request in engine order
-    phase_duration: np.ndarray  # recorded, per chain phase
-    counted: np.ndarray  # the phases the errors are over (PHASE_SHARE)
+    phase_duration: np.ndarray  # recorded, per unit: chain phase, or rank span (ranks)
+    counted: np.ndarray  # the units the errors are over (PHASE_SHARE)
+    ranks: np.ndarray | None = None  # per request (engine order) its rank span in the one phase, or -1; None: phases
 
     def replay(self, device: Device) -> tuple[np.ndarray, np.ndarray]:
         """Replayed request and phase durations (requests in engine order, chain phases) of the fcfs replay on
@@ -147,7 +154,10 @@ class _Fit:
             _scheduler_params("fcfs", {}),
         )
         per_request = _PerRequest.of(self.chains.first)
-        return per_request.max(got[3]) - per_request.first(got[1]), got[6] - got[5]
+        release, complete = per_request.first(got[1]), per_request.max(got[3])
+        if self.ranks is None:
+            return complete - release, got[6] - got[5]
+        return complete - release, _spans(self.ranks, release, complete, self.phase_duration.size)
 
     def errors(self, device: Device, phases: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Relative errors of request and phase durations (positive recorded ones; of ``phases`` only if given)."""
@@ -164,6 +174,24 @@ class _Fit:
         requests, phase_errors = self.errors(device, phases)
         errors = phase_errors if phase_errors.size else requests
         return float(np.mean(np.abs(np.log(np.maximum(errors + 1.0, _RATIO_FLOOR))))) if errors.size else 0.0
+
+
+def _spans(unit: np.ndarray, start: np.ndarray, end: np.ndarray, n_units: int) -> np.ndarray:
+    """Per unit, the last end of its requests minus their first start (requests of unit -1 left out)."""
+    keep = unit >= 0
+    first, last = np.full(n_units, np.inf), np.full(n_units, -np.inf)
+    np.minimum.at(first, unit[keep], start[keep])
+    np.maximum.at(last, unit[keep], end[keep])
+    return last - first
+
+
+def _rank_units(rank: np.ndarray, phase: np.ndarray, counted: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each request's rank span in the one counted phase (dense ids, -1 outside it) and the number of spans."""
+    inside = counted[phase]
+    unit = np.full(rank.size, -1, dtype=np.int64)
+    ranks, dense = np.unique(rank[inside], return_inverse=True)
+    unit[inside] = dense
+    return unit, ranks.size
 
 
 def _counted(phases: pl.DataFrame, duration: np.ndarray) -> np.ndarray:
@@ -335,25 +363,28 @@ def _fit(
     return _refine(score, base, names, scale, evaluations, most)
 
 
-def _folds(phase_job: np.ndarray, positive: np.ndarray) -> tuple[str, np.ndarray, int]:
-    """Each phase's fold: by job when there are several jobs, else by phase; (by, fold per phase, folds)."""
-    n_jobs = int(phase_job.max(initial=-1)) + 1
+def _folds(unit_job: np.ndarray, positive: np.ndarray, units: str) -> tuple[str, np.ndarray, int]:
+    """Each unit's fold: by job when there are several jobs, else by unit (``units``: phases, or ranks);
+    (by, fold per unit, folds)."""
+    n_jobs = int(unit_job.max(initial=-1)) + 1
     if n_jobs >= 2:
         folds = min(FOLDS, n_jobs)
-        return "jobs", phase_job % folds, folds
-    order = np.cumsum(positive) - 1  # the positive phases dealt in turn
+        return "jobs", unit_job % folds, folds
+    order = np.cumsum(positive) - 1  # the positive units dealt in turn
     folds = min(FOLDS, int(positive.sum()))
-    return "phases", np.where(positive, order % max(folds, 1), -1), folds if folds >= 2 else 0
+    return units, np.where(positive, order % max(folds, 1), -1), folds if folds >= 2 else 0
 
 
-def _cross_validate(fit: _Fit, device: Device, names: list[str], phase_job: np.ndarray) -> tuple[str, dict[str, float]]:
-    """Held-out errors: each fold's phases replayed on the device fitted (from ``device``) on the other folds.
+def _cross_validate(
+    fit: _Fit, device: Device, names: list[str], unit_job: np.ndarray, units: str
+) -> tuple[str, dict[str, float]]:
+    """Held-out errors: each fold's units replayed on the device fitted (from ``device``) on the other folds.
 
     The concurrency stays the full fit's (an integer chosen among few); bandwidth, overhead and seek are fitted
     again per fold.
     """
     positive = fit.counted
-    by, fold, folds = _folds(phase_job, positive)
+    by, fold, folds = _folds(unit_job, positive, units)
     held: list[np.ndarray] = []
     for k in range(folds):
         train, test = positive & (fold != k), positive & (fold == k)
@@ -450,7 +481,14 @@ def calibrate(
         raise InputError("site ops: no request has a positive duration (end > start): nothing to calibrate on")
     trace, chains, phases, _ = _build(site_requests, None, device=base, layout=layout)
     phase_duration = (phases["recorded_end"] - phases["recorded_start"]).to_numpy()
-    recorded = _Fit(trace, chains, end - start, phase_duration, _counted(phases, phase_duration))
+    counted = _counted(phases, phase_duration)
+    recorded = _Fit(trace, chains, end - start, phase_duration, counted)
+    unit_job, units = chains.job, "phases"
+    if counted.sum() == 1 and phases["_job"].n_unique() == 1:  # one job of one phase: its ranks' spans
+        rank_unit, n_ranks = _rank_units(site_requests["rank"].to_numpy()[plain.order], plain.phase, counted)
+        span = _spans(rank_unit, start, end, n_ranks)
+        recorded = _Fit(trace, chains, end - start, span, span > 0, rank_unit)
+        unit_job, units = np.zeros(n_ranks, dtype=np.int64), "ranks"
     evidence = trace_evidence(start, end, plain.size, plain.stream, plain.offset, plain.phase)
     wanted = set(fit) - set(fixed)
     usable = {name for name in wanted if evidence.of(name).usable}
@@ -472,7 +510,7 @@ def calibrate(
     current = _fit(recorded, start_device, names, "concurrency" in usable, evidence.max_in_flight)
     requests, phase_errors = (np.abs(errors) for errors in recorded.errors(current))
     by, held_out = (
-        _cross_validate(recorded, current, names, chains.job)
+        _cross_validate(recorded, current, names, unit_job, units)
         if cross_validate
         else ("jobs", {"median": math.nan, "p90": math.nan, "n_phases": 0.0, "folds": 0.0})
     )
@@ -489,6 +527,7 @@ def calibrate(
         held_out_by=by,
         n_phases=int(phase_errors.size),
         n_requests=int(requests.size),
+        units=units,
     )
 
 

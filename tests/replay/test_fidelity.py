@@ -1,7 +1,6 @@
 """Trace replay fidelity on real logs of parallel file systems (issue #21): each log calibrated on itself, judged
 on what the fit did not see (benchmarks/replay_fidelity.py prints the README's table from the same runs)."""
 
-import math
 import sys
 from pathlib import Path
 
@@ -19,8 +18,4 @@ def test_held_out_phases_are_replayed_within_25_percent(path):
     row = fidelity(path)
     held = row["held_out"]
     print(f"\n{path.name}: held-out median {held['median']:.1%}, p90 {held['p90']:.1%} over {held['folds']:.0f} folds")
-    if row["phases"] < 2:  # one phase that lasts: nothing to hold out, said so
-        assert held["folds"] == 0 and math.isnan(held["median"])
-        assert row["in_sample"] <= 0.05 and abs(row["alone_ratio"][0] - 1) <= 0.05
-    else:
-        assert held["folds"] >= 2 and held["median"] <= 0.25
+    assert held["folds"] >= 2 and held["median"] <= 0.25  # a log of one phase is held out by ranks
