@@ -198,3 +198,19 @@ def test_a_trace_whose_only_jumps_are_phase_starts_fits_no_seek():
     assert seek.reason.startswith("0 non-contiguous requests besides phase starts (fewer than 20)")
     pinned = calibrate(site, fix={"seek": 0.002})
     assert pinned.device.seek == 0.002 and next(p for p in pinned.parameters if p.name == "seek").how == "fixed"
+
+
+def test_one_job_of_one_phase_is_held_out_by_its_ranks():
+    """No second phase to hold out: the folds are the ranks, each judged on its span in the phase."""
+    rows = [
+        ("a", rank, k * 65536, 65536 * (1 + k % 3), 0.0, 0.0, f"f{rank}", 0) for rank in range(6) for k in range(20)
+    ]
+    names = ("job_id", "rank", "offset", "size", "start", "end", "file", "phase")
+    ops = pl.DataFrame(rows, schema=names, orient="row").with_columns(op=pl.lit("write"), synthetic=False)
+    ops = ops.with_columns(start=pl.int_range(pl.len()).cast(pl.Float64) * 1e-3, end=pl.lit(0.0))
+    ops = ops.with_columns(end=pl.col("start") + 1e-4)
+    replayed = replay_trace(ops, device=Device(bandwidth=1e9, overhead=1e-4, seek=0.0)).requests.sort("row")
+    site = ops.with_columns(start=replayed["release"], end=replayed["complete"]).sort("start")
+    got = calibrate(site)
+    assert (got.units, got.n_phases, got.held_out_by, got.held_out["folds"]) == ("ranks", 6, "ranks", 5)
+    assert got.held_out["median"] < 1e-6 and got.device.bandwidth == pytest.approx(1e9, rel=0.02)
