@@ -110,8 +110,10 @@ def test_contention_is_predicted_within_15_percent_and_the_low_frequency_jobs_wi
 @pytest.mark.xfail(
     strict=True,
     reason="issue #21's criterion, not met: the high-frequency jobs (h*, 20 MB every 0.4 s) are predicted 7-13 % "
-    "below their measured stretch. The real throttle served their phases one after the other (0.108 s each, as "
-    "alone, when no l job wrote), the replay's request-level sharing lets the two h jobs' phases overlap",
+    "below their measured stretch. The device calibrated on the job alone fits the throttle as a token bucket of "
+    "9 MB (its long phases go in bursts of about 20 MB per 100 ms slice), but in the shared runs a phase start "
+    "gets far less credit (blk-throttle trims unused budget every slice while any job keeps the group busy): "
+    "with the burst pinned at 1-3 MB every judged job is within 5-8 %, which no evidence of the alone run shows",
 )
 def test_contention_is_predicted_within_5_percent_where_the_runs_measured_more_than_their_spread(own_device):
     rows = own_predictions(own_device)
