@@ -308,6 +308,8 @@ def fit_error_text(result: Calibration) -> str:
         f"p90 {shown(error['phase_p90'], '{:.2%}')}; over {result.n_requests} requests: median "
         f"{shown(error['request_median'], '{:.2%}')}, p90 {shown(error['request_p90'], '{:.2%}')}"
     )
+    if result.held_out_by == "none":
+        return text + "\nheld-out error: not computed (--no-cross-validate)"
     if not held["folds"]:
         return text + "\nheld-out error: none (one job with one phase or rank: nothing to hold out)"
     return text + (

@@ -94,8 +94,8 @@ class Calibration:
         replayed on the device fitted without its fold), ``n_phases`` and ``folds``; NaN with 0 folds when there is
         only one job with one phase.
     held_out_by : str
-        ``jobs`` (folds of whole jobs), ``phases`` (one job: folds of its phases) or ``ranks`` (one job of one
-        phase: folds of its ranks).
+        ``jobs`` (folds of whole jobs), ``phases`` (one job: folds of its phases), ``ranks`` (one job of one
+        phase: folds of its ranks) or ``none`` (not cross-validated).
     n_phases, n_requests : int
         Units the phase errors are over (phases lasting at least :data:`PHASE_SHARE` of their job's span; for one
         job of one phase, its ranks' spans in it: first request to last end) and requests of positive recorded
@@ -474,6 +474,10 @@ def calibrate(
     strange = sorted(set(fixed) - known)
     if strange:
         raise InputError(f"fix: unknown device parameters {strange}; expected some of {', '.join(sorted(known))}")
+    whole = {f.name for f in fields(Device) if f.type in (int, "int")}  # --fix targets=8 gives 8.0
+    fixed = {
+        name: int(value) if name in whole and float(value).is_integer() else value for name, value in fixed.items()
+    }
     base = Device.from_dict({**(device or Device()).to_dict(), "iops": 0.0, **fixed}, source="fix")
     plain, _, _, keys = _build(site_requests, None)  # the recorded requests, unsplit: the evidence
     start, end = keys["start"].to_numpy(), keys["end"].to_numpy()
@@ -512,7 +516,7 @@ def calibrate(
     by, held_out = (
         _cross_validate(recorded, current, names, unit_job, units)
         if cross_validate
-        else ("jobs", {"median": math.nan, "p90": math.nan, "n_phases": 0.0, "folds": 0.0})
+        else ("none", {"median": math.nan, "p90": math.nan, "n_phases": 0.0, "folds": 0.0})
     )
     return Calibration(
         device=current,

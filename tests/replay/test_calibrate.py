@@ -214,3 +214,14 @@ def test_one_job_of_one_phase_is_held_out_by_its_ranks():
     got = calibrate(site)
     assert (got.units, got.n_phases, got.held_out_by, got.held_out["folds"]) == ("ranks", 6, "ranks", 5)
     assert got.held_out["median"] < 1e-6 and got.device.bandwidth == pytest.approx(1e9, rel=0.02)
+
+
+def test_a_fixed_count_is_taken_as_the_integer_it_is():
+    """--fix targets=2 reaches calibrate as 2.0 (a number): a whole number is the integer field's value, 2.5 is
+    refused by name; without cross-validation the held-out error says it was not computed."""
+    site = recorded_on(Device(bandwidth=2e9, overhead=2e-4, seek=0.0))
+    got = calibrate(site, fix={"targets": 2.0, "seek": 0}, cross_validate=False)
+    assert got.device.targets == 2 and isinstance(got.device.targets, int)
+    assert got.held_out_by == "none" and got.held_out["folds"] == 0
+    with pytest.raises(InputError, match=r"fix: device targets must be an integer in \[1, 65536\], got 2.5"):
+        calibrate(site, fix={"targets": 2.5})
