@@ -205,19 +205,21 @@ def test_the_jobs_contend_in_the_small_site_trace():
     assert (result.jobs["wait"] > 0).any() and (result.jobs["stretch"] >= 1 - 1e-12).all()
 
 
-# One chain of 200 000 requests over 50 000 servers: every completion lets each server try
-# to dispatch (iosets-wfq's set exclusivity crosses servers), minutes uninterrupted.
-SLOW_CHAIN = """
+# One phase whose requests are all released at its opening: a class of 1 000 000 requests whose weight
+# sends one per round, and 1 000 classes of one request each that waits billions of rounds, so that
+# every wfq pick passes the 1 000 waiting queues before it sends: about 10 s uninterrupted.
+SLOW_PHASE = """
 import numpy as np
 from iosets.replay import Device, _engine
-n, servers = 200_000, 50_000
+waiting, n = 1_000, 1_001_000
 i32 = np.int32
 zeros = np.zeros(n, i32)
-args = dict(scheduler="iosets-wfq", size=np.full(n, 4096.0), offset=np.zeros(n, np.int64), cls=zeros, stream=zeros,
-    server=(np.arange(n) % servers).astype(i32), phase=zeros, op=np.zeros(n, np.int8), n_classes=1, n_streams=1,
-    n_servers=servers, n_phases=1, gate=np.arange(n) - 1, think=np.full(n, 1e-3), prev=np.full(1, -1, i32),
-    gap=np.zeros(1), job=np.zeros(1, i32), device=Device(bandwidth=1e9, overhead=0.0, seek=0.0), weight=np.ones(1),
-    reservation=np.zeros(1), limit=np.zeros(1), params=np.zeros(0), release=np.full(n, np.nan),
+cls = np.concatenate([np.arange(1, waiting + 1), np.zeros(n - waiting)]).astype(i32)
+args = dict(scheduler="wfq", size=np.full(n, 4096.0), offset=np.zeros(n, np.int64), cls=cls, stream=zeros,
+    server=zeros, phase=zeros, op=np.zeros(n, np.int8), n_classes=waiting + 1, n_streams=1, n_servers=1, n_phases=1,
+    gate=np.full(n, -1), think=np.zeros(n), prev=np.full(1, -1, i32), gap=np.zeros(1), job=np.zeros(1, i32),
+    device=Device(bandwidth=1e9, overhead=0.0, seek=0.0), weight=np.r_[4096.0, np.full(waiting, 1e-6)],
+    reservation=np.zeros(waiting + 1), limit=np.zeros(waiting + 1), params=np.zeros(0), release=np.full(n, np.nan),
     dispatch=np.full(n, np.nan), complete=np.full(n, np.nan), unit=np.zeros(n, np.int64),
     phase_start=np.full(1, np.nan), phase_end=np.full(1, np.nan))
 """
@@ -225,7 +227,7 @@ args = dict(scheduler="iosets-wfq", size=np.full(n, 4096.0), offset=np.zeros(n, 
 
 @pytest.mark.timing
 def test_ctrl_c_stops_a_long_closed_loop_replay():
-    code = interrupted_script(SLOW_CHAIN, "_engine.replay_trace(**args)", "_engine.replay_trace")
+    code = interrupted_script(SLOW_PHASE, "_engine.replay_trace(**args)", "_engine.replay_trace")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         out, err = child.communicate(timeout=60)  # a bound on a hang, not a speed claim

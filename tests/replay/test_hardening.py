@@ -77,17 +77,19 @@ def test_skipping_empty_rounds_keeps_agios_order_exactly(seed):
 
 # ------------------------------------------------------------------------------- interruptible C
 
-# A long replay with little memory: every completion lets each of 50 000 servers try to
-# dispatch (iosets-wfq's set exclusivity crosses servers), about a minute uninterrupted.
+# A long replay with little memory: one server, a class of 1 000 000 requests whose weight sends one
+# per round, and 1 000 classes of one request each that waits billions of rounds, so that every pick
+# passes the 1 000 waiting queues before it sends: about 10 s uninterrupted.
 SLOW_REQUESTS = """
 import numpy as np
 from iosets.replay import RequestArrays, replay_requests
-n, servers = 200_000, 50_000
+waiting, n = 1_000, 1_001_000
+cls = np.concatenate([np.arange(1, waiting + 1), np.zeros(n - waiting)]).astype(np.int32)
 trace = RequestArrays(
-    arrival=np.arange(n) * 1e-3, size=np.full(n, 4096.0), offset=np.zeros(n, np.int64),
-    cls=np.zeros(n, np.int32), stream=np.zeros(n, np.int32), server=(np.arange(n) % servers).astype(np.int32),
-    phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8), classes=np.arange(1), n_streams=1,
-    n_servers=servers, n_phases=0, order=np.arange(n))
+    arrival=np.zeros(n), size=np.full(n, 4096.0), offset=np.zeros(n, np.int64), cls=cls,
+    stream=np.zeros(n, np.int32), server=np.zeros(n, np.int32), phase=np.full(n, -1, np.int32),
+    op=np.zeros(n, np.int8), classes=np.arange(waiting + 1), n_streams=1, n_servers=1, n_phases=0, order=np.arange(n))
+weights = np.r_[4096.0, np.full(waiting, 1e-6)]
 """
 # Two million phases of 100 000 jobs sharing the bandwidth: about 2 s uninterrupted.
 SLOW_PHASES = """
@@ -106,7 +108,7 @@ workload = Workload.from_arrays(
 @pytest.mark.parametrize(
     "setup, call, engine",
     [
-        (SLOW_REQUESTS, "replay_requests(trace, 'iosets-wfq')", "_engine.replay_requests"),
+        (SLOW_REQUESTS, "replay_requests(trace, 'wfq', weights=weights)", "_engine.replay_requests"),
         (SLOW_PHASES, "replay_phases(workload, 'fair-share')", "_engine.replay_phases"),
     ],
     ids=["requests", "phases"],
@@ -128,13 +130,15 @@ def test_ctrl_c_stops_a_long_replay_inside_the_engine(setup, call, engine):
 
 @pytest.mark.timing
 def test_an_interrupted_engine_releases_every_buffer():
-    n, servers = 200_000, 50_000
+    waiting, n = 1_000, 1_001_000  # SLOW_REQUESTS' long replay
     ints = np.zeros(n, np.int32)
+    cls = np.concatenate([np.arange(1, waiting + 1), np.zeros(n - waiting)]).astype(np.int32)
     dispatch, complete, unit = array.array("d", bytes(8 * n)), array.array("d", bytes(8 * n)), array.array("q", [0] * n)
-    args = dict(scheduler="iosets-wfq", arrival=np.arange(n) * 1e-3, size=np.full(n, 4096.0))
-    args |= dict(offset=np.zeros(n, np.int64), cls=ints, stream=ints, server=(np.arange(n) % servers).astype(np.int32))
-    args |= dict(phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8), n_classes=1, n_streams=1, n_servers=servers)
-    args |= dict(n_phases=0, device=Device(), weight=np.ones(1), reservation=np.zeros(1), limit=np.zeros(1))
+    args = dict(scheduler="wfq", arrival=np.zeros(n), size=np.full(n, 4096.0), offset=np.zeros(n, np.int64))
+    args |= dict(cls=cls, stream=ints, server=ints, phase=np.full(n, -1, np.int32), op=np.zeros(n, np.int8))
+    args |= dict(n_classes=waiting + 1, n_streams=1, n_servers=1, n_phases=0, device=Device())
+    args |= dict(weight=np.r_[4096.0, np.full(waiting, 1e-6)], reservation=np.zeros(waiting + 1))
+    args |= dict(limit=np.zeros(waiting + 1))
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with pytest.raises(KeyboardInterrupt), interrupted_inside(_engine.replay_requests):

@@ -7,6 +7,7 @@ inside a pure-Python copy of the request engine's open loop (arrivals, completio
 depth, device cost), so the C replay and the reference must agree on every date and unit.
 """
 
+import dataclasses
 import heapq
 import math
 from collections import deque
@@ -223,3 +224,36 @@ def test_a_queue_that_empties_while_current_and_refills_keeps_what_is_left_of_it
     expected = [0.0, 1.0, 2.0, 3.0]
     assert replay_requests(trace, "wfq", weights=weight, device=device).dispatch.tolist() == expected
     assert reference_replay(trace, "wfq", weight, device)[0].tolist() == expected
+
+
+def spread_sets_case(seed: int) -> tuple[RequestArrays, np.ndarray, Device]:
+    """A random case whose few sets each run several phases spread over 4-16 servers, with many simultaneous dates."""
+    trace, _, device = random_case(seed)
+    rng = np.random.default_rng(1000 + seed)
+    n_servers, n_sets = int(rng.integers(4, 17)), int(rng.integers(1, 4))
+    cls = rng.integers(0, n_sets, trace.n).astype(np.int32)
+    _, phase = np.unique(cls * 8 + rng.integers(0, 8, trace.n), return_inverse=True)  # a phase belongs to one set
+    trace = dataclasses.replace(
+        trace,
+        arrival=np.sort(np.round(rng.random(trace.n) * 0.01, 3)),  # ten dates: arrivals meet completions
+        cls=cls,
+        server=rng.integers(0, n_servers, trace.n).astype(np.int32),
+        phase=phase.astype(np.int32),
+        classes=np.arange(n_sets),
+        n_servers=n_servers,
+        n_phases=int(phase.max()) + 1,
+    )
+    weight = rng.integers(1, 1 << 21, n_sets).astype(float) if seed % 2 else rng.lognormal(0.0, 3.0, n_sets)
+    return trace, weight, device
+
+
+@pytest.mark.parametrize("first_seed", range(0, 60, 20))
+def test_iosets_wfq_tries_the_servers_a_completion_unblocked_with_the_units_of_trying_all(first_seed):
+    """The engine tries only the servers where an admitted phase queued work; the reference tries every server."""
+    for seed in range(first_seed, first_seed + 20):
+        trace, weight, device = spread_sets_case(seed)
+        result = replay_requests(trace, "iosets-wfq", weights=weight, device=device)
+        dispatch, complete, unit = reference_replay(trace, "iosets-wfq", weight, device)
+        np.testing.assert_array_equal(result.dispatch, dispatch, err_msg=f"seed {seed}")
+        np.testing.assert_array_equal(result.complete, complete, err_msg=f"seed {seed}")
+        np.testing.assert_array_equal(result.unit, unit, err_msg=f"seed {seed}")

@@ -80,6 +80,30 @@ static void mark_dirty(engine_state *e, int32_t server)
     }
 }
 
+static int compare_servers(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* After the completions of a date, a cross-server scheduler's work may now go at servers that neither
+ * completed nor had an arrival: marks the ones it names, then puts the dirty servers after the
+ * `n_completing` completing ones in ascending order. Waking every server gave that order, and a server
+ * it woke in vain dispatched nothing, so the units and their ids are the same. */
+static void mark_unblocked(const re_sched_ops *ops, re_sched *s, engine_state *e, int32_t n_completing)
+{
+    const int32_t *servers;
+    int32_t n = ops->unblocked(s, &servers);
+    for (int32_t i = 0; i < n; i++)
+        mark_dirty(e, servers[i]);
+    int32_t *rest = e->dirty + n_completing, n_rest = e->n_dirty - n_completing;
+    int32_t i = 1;
+    while (i < n_rest && rest[i - 1] < rest[i])
+        i++;
+    if (i < n_rest)
+        qsort(rest, (size_t)n_rest, sizeof(int32_t), compare_servers);
+}
+
 /* The unit's cost (overhead + transfer + seek when it does not continue the server's
  * previous unit), in *transfer the time its bytes hold the server's bandwidth and in
  * *bytes its bytes. */
@@ -348,15 +372,15 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
         }
         if (rc != RE_OK)
             break;
-        if (completed && ops->cross_server)
-            for (int32_t server = 0; server < rq->n_servers; server++)
-                mark_dirty(e, server);
+        int32_t n_completing = e->n_dirty;
         for (int64_t req; (req = take_arrival(rl, rq, next, now)) >= 0; next++) {
             ops->enqueue(s, rq->server[req], req, now);
             mark_dirty(e, rq->server[req]);
         }
         while (e->wake.size && e->wake.items[0].key <= now)
             mark_dirty(e, heap_pop(&e->wake).id);
+        if (completed && ops->unblocked != NULL)
+            mark_unblocked(ops, s, e, n_completing);
         int64_t before = work;
         tries += 1 + e->n_dirty;
         work = tries + next;

@@ -114,7 +114,6 @@ typedef struct {
     const re_param *params; /* the scalars it reads from re_context.param, in that order */
     int32_t n_params;
     int unbounded_depth; /* 1: dispatch ignores queue_depth (NOOP) */
-    int cross_server;    /* 1: a completion may let any server dispatch (set exclusivity) */
     /* Builds the state; returns NULL with *rc and *bad set on error. */
     re_sched *(*create)(const re_context *ctx, int *rc, int64_t *bad);
     void (*destroy)(re_sched *s);
@@ -128,6 +127,12 @@ typedef struct {
      * later once its tokens are in) to `now`. */
     void (*complete)(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,
                      double started, double now);
+    /* NULL, or for a scheduler whose completion on one server may let others dispatch (iosets-wfq's
+     * set exclusivity): names the servers where work was queued, since the last call, other than by an
+     * arrival at its own server (each once, in any order): *servers points at them, valid until the next
+     * call into the scheduler; returns their count and starts a new list. The engine calls it after the
+     * completions and arrivals of every date that had a completion, and tries those servers too. */
+    int32_t (*unblocked)(re_sched *s, const int32_t **servers);
 } re_sched_ops;
 
 typedef struct {

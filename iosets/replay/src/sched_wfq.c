@@ -40,6 +40,9 @@ struct re_sched {
     int32_t *active;      /* [n_classes] admitted phase of each set, -1 if none */
     int64_t *phase_next;  /* [n_phases] FIFO of waiting phases per set */
     req_queue *set_wait;  /* [n_classes] waiting phases, linked through phase_next (as ids) */
+    int32_t *unblocked;   /* [n_servers] servers an admission queued work on since the engine last asked */
+    char *is_unblocked;   /* [n_servers] */
+    int32_t n_unblocked;
 };
 
 static void wfq_destroy(re_sched *s)
@@ -61,6 +64,8 @@ static void wfq_destroy(re_sched *s)
     free(s->active);
     free(s->phase_next);
     free(s->set_wait);
+    free(s->unblocked);
+    free(s->is_unblocked);
     free(s);
 }
 
@@ -100,7 +105,10 @@ static re_sched *create(const re_context *ctx, int exclusive, int *rc, int64_t *
         s->phase_next = malloc(sizeof(int64_t) * at_least_one(rq->n_phases));
         s->active = malloc(sizeof(int32_t) * at_least_one(rq->n_classes));
         s->set_wait = malloc(sizeof(req_queue) * at_least_one(rq->n_classes));
-        ok = s->phase_left && s->phase_wait && s->phase_seen && s->phase_next && s->active && s->set_wait;
+        s->unblocked = malloc(sizeof(int32_t) * at_least_one(rq->n_servers));
+        s->is_unblocked = calloc(at_least_one(rq->n_servers), 1);
+        ok = s->phase_left && s->phase_wait && s->phase_seen && s->phase_next && s->active && s->set_wait &&
+             s->unblocked && s->is_unblocked;
     }
     if (!ok) {
         wfq_destroy(s);
@@ -144,7 +152,7 @@ static void wfq_enqueue(re_sched *s, int32_t server, int64_t req, double now)
     to_wfq_queue(s, req);
 }
 
-/* Admits the next waiting phase of `set`, if any, and queues its arrived requests. */
+/* Admits the next waiting phase of `set`, if any, and queues its arrived requests, noting their servers. */
 static void admit_next_phase(re_sched *s, int32_t set)
 {
     req_queue *waiting = &s->set_wait[set];
@@ -152,8 +160,15 @@ static void admit_next_phase(re_sched *s, int32_t set)
         return;
     int64_t phase = rq_pop(waiting, s->phase_next);
     s->active[set] = (int32_t)phase;
-    while (s->phase_wait[phase].count)
-        to_wfq_queue(s, ring_pop(&s->phase_wait[phase]));
+    while (s->phase_wait[phase].count) {
+        int64_t req = ring_pop(&s->phase_wait[phase]);
+        int32_t server = s->rq->server[req];
+        to_wfq_queue(s, req);
+        if (!s->is_unblocked[server]) {
+            s->is_unblocked[server] = 1;
+            s->unblocked[s->n_unblocked++] = server;
+        }
+    }
     ring_free(&s->phase_wait[phase]); /* the phase's next requests go straight to the queues */
 }
 
@@ -271,12 +286,24 @@ static void iosets_complete(re_sched *s, int32_t server, const int64_t *reqs, in
     }
 }
 
+/* Admissions are the only way work reaches a server other than its arrival's: their servers are the
+ * ones a completion may unblock. */
+static int32_t iosets_unblocked(re_sched *s, const int32_t **servers)
+{
+    int32_t n = s->n_unblocked;
+    for (int32_t i = 0; i < n; i++)
+        s->is_unblocked[s->unblocked[i]] = 0;
+    s->n_unblocked = 0;
+    *servers = s->unblocked;
+    return n;
+}
+
 const re_sched_ops sched_wfq = {
     .name = "wfq", .create = wfq_create, .destroy = wfq_destroy,
     .enqueue = wfq_enqueue, .pick = wfq_pick, .complete = wfq_complete,
 };
 
 const re_sched_ops sched_iosets_wfq = {
-    .name = "iosets-wfq", .cross_server = 1, .create = iosets_create, .destroy = wfq_destroy,
-    .enqueue = iosets_enqueue, .pick = wfq_pick, .complete = iosets_complete,
+    .name = "iosets-wfq", .create = iosets_create, .destroy = wfq_destroy,
+    .enqueue = iosets_enqueue, .pick = wfq_pick, .complete = iosets_complete, .unblocked = iosets_unblocked,
 };
