@@ -1,6 +1,6 @@
 """Trace replay fidelity on real logs: each log calibrated on itself, the error on what the fit did not see.
 
-For each real Darshan log with DXT (the shared LBNL logs, ../shared/data/darshan, and the darshan wheel's
+For each real Darshan log with DXT (the shared LBNL logs, /work/shared/data/darshan, and the darshan wheel's
 example logs): its site trace (``site_trace``), ``calibrate`` with cross-validation (folds of jobs, or of
 phases for one job), and the replay of each job alone on the fitted device. Printed per log: requests, phases,
 the fitted device, the in-sample and held-out median and p90 of ``|replayed / recorded - 1|`` over phases, and
@@ -16,7 +16,7 @@ from pathlib import Path
 from iosets.analyzer import site_trace
 from iosets.replay import calibrate, model_check, replay_trace
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "darshan"
+SHARED = Path("/work/shared/data/darshan")  # where the project's machines keep them, as the other tests do
 WHEEL_LOGS = ("examples/example_logs/dxt.darshan", "examples/example_logs/ior_hdf5_example.darshan")
 
 

@@ -461,9 +461,9 @@ def calibrate(
     >>> ops = pl.DataFrame({"job_id": ["a"] * 3, "rank": [0] * 3, "op": ["write"] * 3, "offset": [0, 10**6, 3 * 10**6],
     ...     "size": [10**6, 2 * 10**6, 10**6], "start": [0.0, 1.001, 5.0], "end": [0.001, 1.003, 5.001],
     ...     "file": ["f"] * 3, "phase": [0, 0, 1], "synthetic": [False] * 3})
-    >>> got = calibrate(ops, fit=("bandwidth",))
-    >>> round(got.device.bandwidth), got.parameters[2].how
-    (1000000000, 'given')
+    >>> got = calibrate(ops, fit=("bandwidth", "seek"), fix={"overhead": 0})
+    >>> round(got.device.bandwidth), got.parameters[1].how, got.parameters[2].how
+    (1000000000, 'fixed', 'not fitted')
     """
     fit = tuple(fit)
     unknown = sorted(set(fit) - set(FIT_PARAMETERS))
