@@ -18,25 +18,36 @@ SIZES = [65536, 262144, 1 << 20, 4 << 20, 8 << 20]
 DARSHAN_LOGS = sorted(glob.glob("/work/shared/data/darshan/*.darshan"))
 
 
-def recorded_on(device: Device, *, random_state: int = 0) -> pl.DataFrame:
-    """A site trace as ``device`` would record it: 3 jobs x 3 phases x 2 ranks x 20 requests, random sizes and thinks.
+def recorded_on(
+    device: Device,
+    *,
+    random_state: int = 0,
+    shape: tuple[int, int, int, int] = (3, 3, 2, 20),
+    stagger: float = 0.01,
+    think: float = 2e-3,
+    pause: float = 0.5,
+) -> pl.DataFrame:
+    """A site trace as ``device`` would record it: jobs x phases x ranks x requests (``shape``) of random sizes
+    and thinks (up to ``think``), each rank on its own file, job k starting at k x ``stagger``, phases ``pause``
+    apart.
 
     The jobs' phases overlap, so some requests wait for others; the recorded dates are
     the closed-loop fcfs replay's release and completion dates.
     """
+    n_jobs, n_phases, n_ranks, n_requests = shape
     rng = np.random.default_rng(random_state)
     rows = []
-    for job in range(3):
-        date = 0.01 * job
-        for phase in range(3):
-            for rank in range(2):
+    for job in range(n_jobs):
+        date = stagger * job
+        for phase in range(n_phases):
+            for rank in range(n_ranks):
                 at, offset = date, 0
-                for _ in range(20):
+                for _ in range(n_requests):
                     size = int(rng.choice(SIZES))
-                    at += rng.uniform(0.0, 2e-3)
+                    at += rng.uniform(0.0, think)
                     rows.append((f"j{job}", rank, offset, size, at, at + 1e-3, f"f{job}.{rank}", phase))
                     offset, at = offset + size, at + 1e-3
-            date = at + 0.5
+            date = at + pause
     names = ("job_id", "rank", "offset", "size", "start", "end", "file", "phase")
     ops = pl.DataFrame(rows, schema=names, orient="row").with_columns(op=pl.lit("write"), synthetic=False)
     replayed = replay_trace(ops, device=device).requests.sort("row")
@@ -141,26 +152,9 @@ def test_a_search_that_steps_a_last_bit_below_zero_keeps_the_seek_at_its_bound(m
     assert 0.0 <= got.device.seek < 1e-12  # not an InputError from Device (before: -7e-21 refused), nor negative
 
 
-def recorded_on_targets(device: Device, *, random_state: int = 0) -> pl.DataFrame:
-    """A site trace of 4 jobs x 4 phases x 4 ranks x 12 requests of random sizes, each rank on its own file:
-    recorded by the fcfs closed-loop replay on ``device`` (many ranks at once: the concurrency shows)."""
-    rng = np.random.default_rng(random_state)
-    rows = []
-    for job in range(4):
-        date = 0.003 * job
-        for phase in range(4):
-            for rank in range(4):
-                at, offset = date, 0
-                for _ in range(12):
-                    size = int(rng.choice(SIZES))
-                    at += rng.uniform(0.0, 1e-4)
-                    rows.append((f"j{job}", rank, offset, size, at, at + 1e-3, f"f{job}.{rank}", phase))
-                    offset, at = offset + size, at + 1e-3
-            date = at + 0.05
-    names = ("job_id", "rank", "offset", "size", "start", "end", "file", "phase")
-    ops = pl.DataFrame(rows, schema=names, orient="row").with_columns(op=pl.lit("write"), synthetic=False)
-    replayed = replay_trace(ops, device=device).requests.sort("row")
-    return ops.with_columns(start=replayed["release"], end=replayed["complete"]).sort("start")
+def recorded_on_targets(device: Device) -> pl.DataFrame:
+    """4 jobs x 4 phases x 4 ranks x 12 requests close together (many ranks at once: the concurrency shows)."""
+    return recorded_on(device, shape=(4, 4, 4, 12), stagger=0.003, think=1e-4, pause=0.05)
 
 
 @pytest.mark.parametrize("concurrency", [1, 3])

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
+from site_rows import site
 
 from iosets.errors import InputError, ReplayError
 from iosets.replay import (
@@ -27,24 +28,6 @@ from iosets.replay._striping import split_requests, stream_layouts
 
 MB = 1_000_000
 FAST = dict(bandwidth=1e6, overhead=0.0, seek=0.0)  # 1 MB takes 1 s on a target
-
-
-def site(rows):
-    """rows: (job_id, rank, start, end, size, phase, offset, file)."""
-    return pl.DataFrame(
-        {
-            "job_id": [r[0] for r in rows],
-            "rank": [r[1] for r in rows],
-            "op": "write",
-            "offset": pl.Series([r[6] for r in rows], dtype=pl.Int64),
-            "size": [r[4] for r in rows],
-            "start": [float(r[2]) for r in rows],
-            "end": [float(r[3]) for r in rows],
-            "file": pl.Series([r[7] for r in rows], dtype=pl.String),
-            "phase": pl.Series([r[5] for r in rows], dtype=pl.Int64),
-            "synthetic": [r[6] is None for r in rows],
-        }
-    )
 
 
 def layout(*rows):

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
+from site_rows import site
 
 from iosets.errors import InputError
 from iosets.replay import SCHEDULERS, Device, _engine, replay_requests, replay_trace
@@ -19,24 +20,6 @@ from iosets.replay import SCHEDULERS, Device, _engine, replay_requests, replay_t
 MB = 1_000_000
 FAST = dict(bandwidth=1e9, overhead=0.0, seek=0.0)  # 1 MB takes 1 ms on a target
 THROTTLED = Device(**FAST, rate=100e6, burst=2 * MB)
-
-
-def site(rows):
-    """rows: (job_id, rank, start, end, size, phase, offset, file); one MB-sized write each."""
-    return pl.DataFrame(
-        {
-            "job_id": [r[0] for r in rows],
-            "rank": [r[1] for r in rows],
-            "op": "write",
-            "offset": pl.Series([r[6] for r in rows], dtype=pl.Int64),
-            "size": [r[4] for r in rows],
-            "start": [float(r[2]) for r in rows],
-            "end": [float(r[3]) for r in rows],
-            "file": pl.Series([r[7] for r in rows], dtype=pl.String),
-            "phase": pl.Series([r[5] for r in rows], dtype=pl.Int64),
-            "synthetic": False,
-        }
-    )
 
 
 def stream(job, n, *, phase=0, at=0.0, first=0, file="f"):
