@@ -653,7 +653,10 @@ MODULE_TOTALS = TableSchema(
         Column("job_id", pl.String, "Job (row of the jobs table) the log went into."),
         Column("path", pl.String, "The log."),
         Column(
-            "module", pl.String, "Darshan module: POSIX, MPI-IO, STDIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, DFS, DAOS."
+            "module",
+            pl.String,
+            "Darshan module: POSIX, MPI-IO, STDIO, H5F, H5D, PNETCDF_FILE, PNETCDF_VAR, DFS, DAOS; 'STDIO streams' "
+            "for STDIO's <STDIN>, <STDOUT> and <STDERR> (console text, never counted).",
         ),
         Column("bytes_read", pl.Int64, "Bytes read through the module."),
         Column("bytes_written", pl.Int64, "Bytes written through the module."),

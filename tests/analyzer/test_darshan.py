@@ -13,6 +13,7 @@ darshan = pytest.importorskip("darshan")
 
 from iosets.analyzer import DarshanJob, read_darshan  # noqa: E402
 from iosets.analyzer._ingest._app_name import app_name  # noqa: E402
+from iosets.analyzer._ingest._darshan_counters import STREAM_IDS, STREAMS  # noqa: E402
 from iosets.errors import InputError  # noqa: E402
 
 DIR = os.path.dirname(darshan.__file__)
@@ -22,6 +23,28 @@ LOGS = sorted(
 )
 DXT_LOG = os.path.join(DIR, "examples", "example_logs", "dxt.darshan")
 COUNTER_MODULES = ("POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "STDIO", "DFS", "DAOS")
+
+
+def _records(report, module: str):
+    """pydarshan's counters and fcounters of a module-table row (STDIO's files and standard streams apart).
+
+    The streams' ids are checked against their names and Darshan's hash in test_sync_time.py (some shipped
+    logs are anonymized: their names are hashes, their ids Darshan's).
+    """
+    frames = report.records["STDIO" if module == STREAMS else module].to_df()
+    c, f = frames["counters"], frames["fcounters"]
+    if module in ("STDIO", STREAMS):
+        stream = c["id"].isin(STREAM_IDS).to_numpy(dtype=bool)
+        keep = stream if module == STREAMS else ~stream
+        c, f = c[keep], f[keep]
+    return c, f
+
+
+def _rows(report, module: str) -> list[str]:
+    """The module-table rows a module of the log gives: STDIO one per part (files, standard streams) it has."""
+    if module != "STDIO":
+        return [module]
+    return [part for part in ("STDIO", STREAMS) if len(_records(report, part)[0])]
 
 
 def _id(path):
@@ -70,19 +93,21 @@ def test_source_and_counters(path, jobs):
     assert (job.requests is not None) == has_dxt
     assert job.heatmap is None or job.source == "heatmap"
     assert job.partial_dxt is False  # no shipped log is partial
-    present = [m for m in COUNTER_MODULES if m in report.modules]
+    present = [row for m in COUNTER_MODULES if m in report.modules for row in _rows(report, m)]
     assert [t.module for t in job.modules] == present
     totals, starts, ends = {}, [], []
     for t in job.modules:  # each module's totals as pydarshan's records give them
-        pre = "MPIIO" if t.module == "MPI-IO" else t.module
-        c = report.records[t.module].to_df()["counters"]
-        f = report.records[t.module].to_df()["fcounters"]
+        pre = {"MPI-IO": "MPIIO", STREAMS: "STDIO"}.get(t.module, t.module)
+        c, f = _records(report, t.module)
         for field, name in (("bytes_read", "BYTES_READ"), ("bytes_written", "BYTES_WRITTEN")):
             want = int(c[f"{pre}_{name}"].clip(lower=0).sum()) if f"{pre}_{name}" in c else 0
             assert getattr(t, field) == want
             totals[t.module, field] = 0 if t.module in ("H5F", "PNETCDF_FILE") else want
         times = [f"{pre}_F_{k}_TIME" for k in ("READ", "WRITE", "META") if f"{pre}_F_{k}_TIME" in f]
         assert t.io_time == pytest.approx(float(f[times].clip(lower=0).to_numpy().sum()))
+        assert t.counted is not (t.module == STREAMS) or t.module not in ("STDIO", STREAMS)
+        if t.module == STREAMS:  # console text: in no job total, time or I/O window
+            continue
         # per rank, the stack's time is at least each module's and at most all of them together
         assert job.counters["io_time"] >= t.io_time / job.meta["nprocs"] - 1e-9
         starts += f.filter(like="_START_TIMESTAMP").to_numpy().ravel().tolist()

@@ -7,7 +7,6 @@ import dataclasses
 import os
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,14 @@ from .._pool import DEFAULT_TIMEOUT, run_isolated
 from .._stage import IDLE, in_worker, mark_unsafe, note_stage
 from ._app_name import app_name
 from ._base import OPS_COLUMNS, Ingester, SkipReport
-from ._darshan_counters import COUNTER_MODULES, ModuleCounters, ModuleTotals, job_counters, reduce_module
+from ._darshan_counters import (
+    COUNTER_MODULES,
+    ModuleCounters,
+    ModuleTotals,
+    job_counters,
+    reduce_module,
+    split_streams,
+)
 from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, Layout, LayoutError, check_regions, parse_layout
 from ._darshan_lustre import FileLayouts, read_file_layouts
 
@@ -326,13 +332,14 @@ def _read_heatmap(log: _Log) -> tuple[float, np.ndarray, np.ndarray] | None:
 
 
 def _record_dtype(log: _Log, mod: str, n_counters: int, n_fcounters: int) -> np.dtype:
-    """One record of a counter module as a numpy structured type: ``rank``, ``counters``, ``fcounters``."""
+    """One record of a counter module as a numpy structured type: ``id``, ``rank``, ``counters``, ``fcounters``."""
     ffi, struct = log.ffi, _STRUCTS[mod]
     return np.dtype(
         {
-            "names": ["rank", "counters", "fcounters"],
-            "formats": ["<i8", ("<i8", n_counters), ("<f8", n_fcounters)],
+            "names": ["id", "rank", "counters", "fcounters"],
+            "formats": ["<u8", "<i8", ("<i8", n_counters), ("<f8", n_fcounters)],
             "offsets": [
+                ffi.offsetof(struct, "base_rec", "id"),
                 ffi.offsetof(struct, "base_rec", "rank"),
                 ffi.offsetof(struct, "counters"),
                 ffi.offsetof(struct, "fcounters"),
@@ -342,12 +349,27 @@ def _record_dtype(log: _Log, mod: str, n_counters: int, n_fcounters: int) -> np.
     )
 
 
-def _read_module_counters(log: _Log, mod: str) -> Callable[[int], ModuleCounters]:
-    """One counter module's records; reduce them (to totals, per-rank I/O time, I/O window) by calling the result.
+@dataclass(frozen=True)
+class _Records:
+    """One counter module's records as read, with its counter names."""
 
-    Reducing checks the values: it comes after every module is read, so that darshan-util fails first on a log
-    it cannot read (a crash names its module), and a log it reads with impossible values fails after.
-    """
+    module: str
+    records: np.ndarray
+    cnames: list
+    fnames: list
+
+    def reduce(self, nprocs: int) -> list[ModuleCounters]:
+        """Totals, per-rank I/O time and I/O window of each part (STDIO's standard streams apart).
+
+        Reducing checks the values: it comes after every module is read, so that darshan-util fails first on a log
+        it cannot read (a crash names its module), and a log it reads with impossible values fails after.
+        """
+        parts = split_streams(self.module, self.records)
+        return [reduce_module(name, part, self.cnames, self.fnames, nprocs) for name, part in parts]
+
+
+def _read_module_counters(log: _Log, mod: str) -> _Records:
+    """One counter module's records."""
     cnames, fnames = log.b.counter_names(mod), log.b.fcounter_names(mod)
     dtype = _record_dtype(log, mod, len(cnames), len(fnames))
     idx = log.begin(mod)
@@ -356,8 +378,7 @@ def _read_module_counters(log: _Log, mod: str) -> Callable[[int], ModuleCounters
     while log.get(idx, mod, buf):
         raw += log.ffi.buffer(buf[0], dtype.itemsize)
         log.release(buf)
-    records = np.frombuffer(raw, dtype=dtype)
-    return lambda nprocs: reduce_module(mod, records, cnames, fnames, nprocs)
+    return _Records(mod, np.frombuffer(raw, dtype=dtype), list(cnames), list(fnames))
 
 
 def _drain(log: _Log, mod: str) -> None:
@@ -478,13 +499,13 @@ def _read_all(b, path: Path) -> DarshanJob:
     try:
         meta = _read_meta(log)
         log.modules = _read_modules(log)
-        reduced, dxt = [], {}
+        counter_records, dxt = [], {}
         names: dict | None = None
         heatmap = None
         done = set()
         for mod in (m for m in _KNOWN_MODULES if m in log.modules):
             if mod in COUNTER_MODULES:
-                reduced.append(_read_module_counters(log, mod))
+                counter_records.append(_read_module_counters(log, mod))
             elif mod in _DXT_MODULES:
                 names = _read_names(log) if names is None else names
                 frame = _read_dxt(log, mod, meta["job_id"], names)
@@ -498,7 +519,8 @@ def _read_all(b, path: Path) -> DarshanJob:
         for mod in (m for m in _KNOWN_MODULES if m in log.modules and m not in done):
             _drain(log, mod)  # last: a module darshan-util mishandles (LUSTRE, crash 3) cannot spoil the others
         try:
-            counters, modules = job_counters([reduce(meta["nprocs"]) for reduce in reduced], meta["nprocs"])
+            parts = [part for records in counter_records for part in records.reduce(meta["nprocs"])]
+            counters, modules = job_counters(parts, meta["nprocs"])
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         source = "heatmap" if heatmap is not None else "dxt" if dxt else "counters"

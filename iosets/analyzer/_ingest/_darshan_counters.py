@@ -17,6 +17,12 @@ the top layer. MPI-IO over POSIX is never counted twice, HDF5 over a file system
 not instrument still counts, and POSIX reads from data sieving (POSIX > MPI-IO) count as the
 storage saw them.
 
+**Standard streams.** STDIO's ``<STDIN>``, ``<STDOUT>`` and ``<STDERR>`` records (a program's
+console text: no file system traffic) are not part of the job: they make a module of their own,
+``STDIO streams`` (:data:`STREAMS`), shown in the module table with ``counted`` False and left
+out of every job total, the I/O time and the I/O window. Darshan names their records by fixed
+ids (:data:`STREAM_IDS`), so no name record is needed to know them.
+
 ``ModuleTotals.counted`` follows the byte totals: True for STDIO and for the members of the
 layer that won the max in a direction with traffic (both directions when the stack has none):
 ``H5F`` with ``H5D`` or ``PNETCDF_FILE`` with ``PNETCDF_VAR`` (HDF5 first on a tie), ``MPI-IO``,
@@ -58,10 +64,13 @@ from ...errors import InputError
 __all__ = [
     "COUNTER_MODULES",
     "OP_COUNTERS",
+    "STREAMS",
+    "STREAM_IDS",
     "ModuleCounters",
     "ModuleTotals",
     "job_counters",
     "reduce_module",
+    "split_streams",
 ]
 
 COUNTER_MODULES = ("POSIX", "MPI-IO", "H5F", "H5D", "PNETCDF_FILE", "PNETCDF_VAR", "STDIO", "DFS", "DAOS")
@@ -80,6 +89,11 @@ OP_COUNTERS = {
     "DAOS": (("OBJ_FETCHES", "ARRAY_READS", "KV_GETS"), ("OBJ_UPDATES", "ARRAY_WRITES", "KV_PUTS")),
 }
 """Read and write operation counters of each module (names after its prefix), summed."""
+
+STREAMS = "STDIO streams"
+"""The module-table name of STDIO's standard-stream records (never counted in the job's totals)."""
+STREAM_IDS = (14734109647742566553, 15920181672442173319, 7238257241479193519)
+"""Darshan's record ids of ``<STDIN>``, ``<STDOUT>`` and ``<STDERR>`` (``darshan_core_gen_record_id`` of the name)."""
 
 _FILE_LEVEL = ("H5F", "PNETCDF_FILE")  # no data bytes or operations of their own in the stack
 _DATA_ORDER = ("H5D", "PNETCDF_VAR", "MPI-IO", "POSIX", "DFS", "DAOS")  # top to bottom, for `modules`
@@ -110,7 +124,20 @@ class ModuleCounters:
 
 
 def _prefix(module: str) -> str:
-    return "MPIIO" if module == "MPI-IO" else module
+    return {"MPI-IO": "MPIIO", STREAMS: "STDIO"}.get(module, module)
+
+
+def split_streams(module: str, records: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """A module's records as (module name, records) parts: STDIO's files and its standard streams apart.
+
+    ``records`` has an ``id`` field (the record id). Parts without records are left out, so a module
+    always gives at least one part when it has records, and only STDIO gives two.
+    """
+    if module != "STDIO":
+        return [(module, records)]
+    stream = np.isin(records["id"], np.array(STREAM_IDS, dtype=np.uint64))
+    parts = [("STDIO", records[~stream]), (STREAMS, records[stream])]
+    return [(name, part) for name, part in parts if len(part)] or [(module, records)]
 
 
 def _indices(names: Sequence[str], wanted: Sequence[str]) -> list[int]:
@@ -151,10 +178,10 @@ def reduce_module(
     Parameters
     ----------
     module : str
-        darshan-util's module name (``"MPI-IO"``, ``"H5D"``...).
+        darshan-util's module name (``"MPI-IO"``, ``"H5D"``...), or :data:`STREAMS`.
     records : numpy structured array
         One row per record, fields ``rank`` (int64), ``counters`` (int64, ``len(cnames)``) and
-        ``fcounters`` (float64, ``len(fnames)``).
+        ``fcounters`` (float64, ``len(fnames)``) (others ignored).
     cnames, fnames : sequence of str
         The module's counter and fcounter names (``cffi_backend.counter_names(module)``).
     nprocs : int
@@ -167,7 +194,7 @@ def reduce_module(
     pre = _prefix(module)
     c = records["counters"].reshape(len(records), len(cnames))
     f = records["fcounters"].reshape(len(records), len(fnames))
-    reads, writes = OP_COUNTERS.get(module, ((), ()))
+    reads, writes = OP_COUNTERS.get("STDIO" if module == STREAMS else module, ((), ()))
     times = _sum_columns(f, _indices(fnames, [f"{pre}_F_{k}_TIME" for k in ("READ", "WRITE", "META")]))
     slow_rank = slow_time = None
     if f"{pre}_SLOWEST_RANK" in cnames and f"{pre}_F_SLOWEST_RANK_TIME" in fnames:
@@ -267,8 +294,9 @@ def job_counters(reduced: Sequence[ModuleCounters], nprocs: int) -> tuple[dict, 
     for r in reduced:
         per_rank[r.totals.module] = np.pad(r.rank_times, (0, size - len(r.rank_times)))
     t = _stack(per_rank)
-    firsts = [r.first_io for r in reduced if r.first_io is not None]
-    lasts = [r.last_io for r in reduced if r.last_io is not None]
+    files = [r for r in reduced if r.totals.module != STREAMS]
+    firsts = [r.first_io for r in files if r.first_io is not None]
+    lasts = [r.last_io for r in files if r.last_io is not None]
     stack = [m for m in _DATA_ORDER if m in totals and _has_traffic(totals[m])]
     stdio = ",STDIO" if "STDIO" in totals and _has_traffic(totals["STDIO"]) else ""
     out |= {
