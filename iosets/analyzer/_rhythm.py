@@ -22,6 +22,7 @@ import polars as pl
 from ._evidence import counters_verdict
 from ._ingest import DarshanJob
 from ._periodicity import activity_runs, periodicity, phase_bounds
+from ._sync_time import sync_requests
 
 DXT_RESOLUTION = 1e-6
 """Time resolution of DXT segments (s)."""
@@ -57,7 +58,7 @@ class Timeline:
 
 def _dxt_timeline(job: DarshanJob) -> Timeline:
     modules = [m for m in ("DXT_MPIIO", "DXT_POSIX") if m in job.dxt]
-    ops = pl.concat([job.dxt[m].select("rank", "size", "start", "end") for m in modules])
+    ops = pl.concat([*(job.dxt[m].select("rank", "size", "start", "end") for m in modules), sync_requests(job)])
     t0, run_s, run_e, size = activity_runs(ops)
     return Timeline(run_s + t0, run_e + t0, size, DXT_RESOLUTION, "+".join(modules), None)
 

@@ -21,6 +21,7 @@ from ._app_name import app_name
 from ._base import OPS_COLUMNS, Ingester, SkipReport
 from ._darshan_counters import (
     COUNTER_MODULES,
+    SYNC_COUNTERS,
     ModuleCounters,
     ModuleTotals,
     job_counters,
@@ -85,6 +86,11 @@ class DarshanJob:
     ``source`` is then ``'heatmap'`` if the log has HEATMAP bins (they cover the whole run),
     else still ``'dxt'``; ``'counters'`` when there is neither.
 
+    ``syncs`` has, when the log has DXT, one row per POSIX or MPI-IO record that made sync calls
+    (fsync, fdatasync, MPI_File_sync: DXT does not trace them): ``module``, ``file``, ``rank`` (-1
+    for a record shared by every rank), ``syncs`` (calls) and ``write_time`` (its ``<P>_F_WRITE_TIME``
+    in s, the writes' time and the syncs'); None without DXT.
+
     ``layouts`` are the file layouts of the log's LUSTRE records (:class:`FileLayouts`: stripe size and count,
     first OST, the file system's OST count, and why a file has none); None when the log has no LUSTRE module.
     """
@@ -96,6 +102,7 @@ class DarshanJob:
     modules: tuple[ModuleTotals, ...]
     source: str
     partial_dxt: bool
+    syncs: pl.DataFrame | None = None
     layouts: FileLayouts | None = None
 
     @property
@@ -381,6 +388,36 @@ def _read_module_counters(log: _Log, mod: str) -> _Records:
     return _Records(mod, np.frombuffer(raw, dtype=dtype), list(cnames), list(fnames))
 
 
+SYNCS_SCHEMA = {"module": pl.String, "file": pl.String, "rank": pl.Int64, "syncs": pl.Int64, "write_time": pl.Float64}
+"""Columns of :attr:`DarshanJob.syncs`."""
+
+
+def _syncs(read: list[_Records], names: dict) -> pl.DataFrame:
+    """The POSIX and MPI-IO records that made sync calls: module, file, rank, syncs, write_time."""
+    frames = []
+    for part in (r for r in read if r.module in SYNC_COUNTERS):
+        prefix = "MPIIO" if part.module == "MPI-IO" else part.module
+        cols = [part.cnames.index(n) for n in SYNC_COUNTERS[part.module] if n in part.cnames]
+        if not cols or f"{prefix}_F_WRITE_TIME" not in part.fnames or not len(part.records):
+            continue
+        recs = part.records
+        syncs = np.clip(recs["counters"][:, cols], 0, None).sum(axis=1)
+        keep = np.flatnonzero(syncs > 0)
+        frames.append(
+            pl.DataFrame(
+                {
+                    "module": [part.module] * len(keep),
+                    "file": [names.get(int(i)) for i in recs["id"][keep]],
+                    "rank": recs["rank"][keep],
+                    "syncs": syncs[keep],
+                    "write_time": recs["fcounters"][keep, part.fnames.index(f"{prefix}_F_WRITE_TIME")],
+                },
+                schema=SYNCS_SCHEMA,
+            )
+        )
+    return pl.concat(frames) if frames else pl.DataFrame(schema=SYNCS_SCHEMA)
+
+
 def _drain(log: _Log, mod: str) -> None:
     """Read a module's records through without keeping them, so a truncated tail is detected."""
     buf = log.ffi.new("void **")
@@ -532,6 +569,7 @@ def _read_all(b, path: Path) -> DarshanJob:
             modules=modules,
             source=source,
             partial_dxt=_partial(log, dxt),
+            syncs=_syncs(counter_records, names) if dxt and names is not None else None,
         )
     except BaseException:
         mark_unsafe()

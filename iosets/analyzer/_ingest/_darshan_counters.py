@@ -66,6 +66,7 @@ __all__ = [
     "OP_COUNTERS",
     "STREAMS",
     "STREAM_IDS",
+    "SYNC_COUNTERS",
     "ModuleCounters",
     "ModuleTotals",
     "job_counters",
@@ -89,6 +90,9 @@ OP_COUNTERS = {
     "DAOS": (("OBJ_FETCHES", "ARRAY_READS", "KV_GETS"), ("OBJ_UPDATES", "ARRAY_WRITES", "KV_PUTS")),
 }
 """Read and write operation counters of each module (names after its prefix), summed."""
+
+SYNC_COUNTERS = {"POSIX": ("POSIX_FSYNCS", "POSIX_FDSYNCS"), "MPI-IO": ("MPIIO_SYNCS",)}
+"""Sync-call counters of each module that has them (fsync / fdatasync, MPI_File_sync; time in ``<P>_F_WRITE_TIME``)."""
 
 STREAMS = "STDIO streams"
 """The module-table name of STDIO's standard-stream records (never counted in the job's totals)."""
