@@ -9,7 +9,8 @@ code                    the job ...
 ``no_io``               moved no byte
 ``no_timeline``         has counters only (no DXT, no HEATMAP): nothing says *when* it did I/O
 ``few_bytes``           moved less than :data:`BYTE_FLOOR` bytes (console output, a config file)
-``io_bound``            does I/O at least :data:`IO_BOUND` of its run: no compute between phases
+``io_bound``            does I/O at least :data:`IO_BOUND` of its run: no compute between phases, by its
+                        timeline's alpha_io or by its counters (:func:`counters_io_bound`)
 ``few_phases``          has fewer than :data:`MIN_PHASES` I/O phases
 ``irregular``           has phases, but no period explains their spacing with enough confidence
 ``short_run``           ran for fewer than :data:`MIN_PERIODS` periods
@@ -58,8 +59,9 @@ def verdict(
         return "no_io", "no I/O recorded"
     if total_bytes < BYTE_FLOOR:
         return "few_bytes", f"only {size_text(total_bytes)} of I/O, under the {size_text(BYTE_FLOOR)} floor"
-    if alpha_io >= IO_BOUND:
-        return "io_bound", f"does I/O {alpha_io:.0%} of its run: I/O-bound, no compute between its I/O"
+    bound = _io_bound(alpha_io, None)
+    if bound is not None:
+        return bound
     if n_phases < MIN_PHASES:
         return "few_phases", f"{n_phases} I/O phase{'s' if n_phases != 1 else ''}; a period needs {MIN_PHASES}"
     if w_iter is None or confidence < min_confidence:
@@ -72,6 +74,33 @@ def verdict(
             f"the run lasts {run / w_iter:.1f} periods of {w_iter:.3g} s; a period needs {MIN_PERIODS:g}",
         )
     return None, f"periodic: {n_phases} I/O phases every {w_iter:.3g} s (confidence {confidence:.2f})"
+
+
+def _io_bound(alpha_io: float, counters_share: float | None) -> tuple[str, str] | None:
+    """The io_bound gate on its two measures, and the sentence naming the one that decided; None when it passes."""
+    if alpha_io >= IO_BOUND:
+        return "io_bound", f"does I/O {alpha_io:.0%} of its run by its timeline: I/O-bound, no compute between its I/O"
+    if counters_share is not None and counters_share >= IO_BOUND:
+        return "io_bound", (
+            f"does I/O {counters_share:.0%} of its run by its counters (its slowest process's read, write, "
+            f"metadata and sync time; {alpha_io:.0%} by its timeline): I/O-bound, no compute between its I/O"
+        )
+    return None
+
+
+def counters_io_bound(
+    reason: str | None, text: str, *, alpha_io: float, counters_share: float
+) -> tuple[str | None, str]:
+    """A timeline's verdict with the counters' I/O share as a second measure in its ``io_bound`` gate.
+
+    The timeline's alpha_io misses what DXT does not trace (open, close, sync calls); the counters'
+    slowest-process I/O time over the run (``counters_share``) holds them. A verdict that got past the
+    ``io_bound`` gate (periodic, or a later gate failed) becomes ``io_bound`` when that share reaches
+    :data:`IO_BOUND`; earlier verdicts (``no_io``, ``few_bytes``, ``io_bound``) stay.
+    """
+    if reason is not None and CODES.index(reason) <= CODES.index("io_bound"):
+        return reason, text
+    return _io_bound(alpha_io, counters_share) or (reason, text)
 
 
 def counters_verdict(*, total_bytes: float, alpha_io: float | None) -> tuple[str, str]:

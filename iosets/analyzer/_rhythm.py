@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ._evidence import counters_verdict
+from ._evidence import counters_io_bound, counters_verdict
 from ._ingest import DarshanJob
 from ._periodicity import activity_runs, periodicity, phase_bounds
 from ._sync_time import sync_requests
@@ -118,15 +118,16 @@ def job_rhythm(
         alpha_io=alpha,
     )
     origins = "+".join(dict.fromkeys(o for _, line in known for o in line.origin.split("+")))
-    text = result.explanation
+    share = busy_time / runtime if runtime > 0 else 0.0
+    reason, text = counters_io_bound(result.reason, result.explanation, alpha_io=result.alpha_io, counters_share=share)
     if len(known) < len(timelines):
         text += f"; {len(timelines) - len(known)} of {len(timelines)} logs have no timeline"
     return _columns(
-        result.w_iter,
+        result.w_iter if reason is None else None,
         result.confidence,
         result.alpha_io,
         result.n_phases,
-        result.reason,
+        reason,
         text,
         origins,
         resolution,

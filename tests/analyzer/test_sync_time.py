@@ -1,4 +1,4 @@
-"""Sync time in alpha_io, and standard streams out of the job's bytes.
+"""Sync time in alpha_io, the counters' second io_bound measure, and standard streams out of the job's bytes.
 
 Hand-made logs (darshan-util's own writer) with a closed-form answer, then the real darshan-runtime logs
 under tests/data/darshan-runtime against their programs' truth.
@@ -16,6 +16,7 @@ pytest.importorskip("darshan")
 from darshan_writer import counter_record, dxt_record, write_log  # noqa: E402
 
 from iosets.analyzer import analyze_log, read_darshan  # noqa: E402
+from iosets.analyzer._evidence import IO_BOUND, counters_io_bound  # noqa: E402
 from iosets.analyzer._ingest._darshan_counters import STREAM_IDS, STREAMS  # noqa: E402
 from iosets.analyzer._sync_time import sync_requests, sync_times  # noqa: E402
 
@@ -173,6 +174,40 @@ def test_no_sync_time_without_dxt_writes_to_place_it_or_from_a_partial_trace(tmp
     assert partial.partial_dxt and sync_times(partial).is_empty() and sync_requests(partial).is_empty()
 
 
+# ----------------------------------------------------------------------------- io_bound: the counters' measure
+
+
+def _streaming(path, *, meta_time):
+    """3 phases of 1 s every 10 s in a 30 s run (DXT alpha 0.1), and ``meta_time`` s in open and close."""
+    segments = [s for k in range(3) for s in _writes(10.0 * k, 100)]
+    records = {
+        "POSIX": [_posix(101, 0, writes=300, write_time=3.0, fsyncs=0, meta_time=meta_time)],
+        "DXT_POSIX": [dxt_record(101, 0, writes=segments)],
+    }
+    return _log(path, records, runtime=30.0)
+
+
+def test_a_job_whose_counters_fill_its_run_is_io_bound(tmp_path):
+    row = analyze_log(_streaming(tmp_path / "s.darshan", meta_time=25.5))  # 28.5 s of 30: 95 %
+    assert (row["not_periodic"], row["w_iter"]) == ("io_bound", None)
+    assert row["alpha_io"] == pytest.approx(0.1, abs=1e-9)  # alpha_io stays the timeline's
+    assert row["explanation"].startswith("does I/O 95% of its run by its counters")
+    assert "10% by its timeline" in row["explanation"]
+
+
+def test_a_job_whose_counters_leave_room_keeps_its_period(tmp_path):
+    row = analyze_log(_streaming(tmp_path / "s.darshan", meta_time=12.0))  # 15 s of 30
+    assert row["not_periodic"] is None and row["w_iter"] == pytest.approx(10.0)
+
+
+def test_the_timeline_decides_first_and_earlier_gates_stay():
+    by_timeline = counters_io_bound(None, "periodic", alpha_io=0.95, counters_share=0.2)
+    assert by_timeline[0] == "io_bound" and "95% of its run by its timeline" in by_timeline[1]
+    assert counters_io_bound("few_bytes", "only 1 KiB", alpha_io=0.1, counters_share=1.0) == ("few_bytes", "only 1 KiB")
+    assert counters_io_bound("short_run", "x", alpha_io=0.1, counters_share=IO_BOUND)[0] == "io_bound"
+    assert counters_io_bound("irregular", "x", alpha_io=0.1, counters_share=0.89) == ("irregular", "x")
+
+
 # ----------------------------------------------------------------------------- standard streams
 
 
@@ -263,6 +298,25 @@ def test_real_jobs_bytes_are_their_programs(folder, truth):
     rows = [analyze_log(RUNTIME_DATA / folder / log) for log in truth["log"]]  # a job's bytes: its logs' sum
     moved = (sum(row["bytes_written"] for row in rows), sum(row["bytes_read"] for row in rows))
     assert moved == (truth["bytes_written"], truth["bytes_read"])
+
+
+UNSEEN_TRUNCATION = pytest.mark.xfail(
+    reason="IOR -E truncates the shared file at every open (MPI_File_set_size, ftruncate: calls Darshan 3.5.0 does "
+    "not wrap), 6 s of each rank's 24 s from open to close: the counters see 76 % of the run, DXT 48 %",
+    strict=False,
+)
+IO_BOUND_CASES = [
+    pytest.param(*c.values, marks=UNSEEN_TRUNCATION, id=c.id) if c.id == "mpi-more/ior_mpiio_stream" else c
+    for c in _cases("corpus", "mpi-more")
+    if c.values[1] is None or "io_bound" in c.values[1]["expected"]
+]
+
+
+@pytest.mark.parametrize(("folder", "truth"), IO_BOUND_CASES)
+def test_real_jobs_that_only_stream_are_io_bound(folder, truth):
+    (log,) = truth["log"]
+    row = analyze_log(RUNTIME_DATA / folder / log)
+    assert (row["not_periodic"], row["w_iter"]) == ("io_bound", None)
 
 
 @pytest.mark.parametrize(("folder", "truth"), _cases("corpus"))
