@@ -225,9 +225,11 @@ def write_truth(folder: Path, description: str, jobs: list[dict]) -> None:
 
 
 def out_folder(name: str) -> Path:
+    """The case's folder beside this script, its logs and truth removed (its README.md is kept)."""
     folder = HERE / name
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
+    for old in (*folder.glob("*.darshan"), folder / "ground_truth.json"):
+        old.unlink(missing_ok=True)
     return folder
 
 
@@ -243,14 +245,14 @@ DESCRIPTION = (
 
 
 def compete(scratch: Path, job: subprocess.Popen, rng: random.Random) -> None:
-    """While ``job`` runs, start untraced ``dd oflag=direct`` writers (0-2 at a time, random sizes) at random
+    """While ``job`` runs, start untraced ``dd oflag=direct`` writers (0-3 at a time, random sizes) at random
     moments on the same disk; wait for the last ones to end."""
     running: list[subprocess.Popen] = []
     k = 0
     while job.poll() is None:
         running = [p for p in running if p.poll() is None]
-        if len(running) < 2 and rng.random() < 0.5:
-            count = rng.choice((128, 256, 512, 1024))
+        if len(running) < 3 and rng.random() < 0.55:
+            count = rng.choice((128, 256, 512, 1024, 2048))
             target = scratch / f"dd.{k % 4}"
             k += 1
             command = ["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={count}", "oflag=direct", "conv=notrunc"]
@@ -273,7 +275,7 @@ def make_contention(m: Maker) -> None:
     jobs = []
     # the issue's run had a spacing CV of 0.32: the second run is kept only near it
     for job_id, seed, (low, high) in (("2201", 1, (0.15, 0.35)), ("2202", 2, (0.28, 0.35))):
-        for attempt in range(10):
+        for attempt in range(12):
             run, rows = contention_run(m, job_id, seed + 10 * attempt)
             starts = [[r["io_start"] * 1e-9, 0] for r in rows]
             _, cv = spacing(starts)
@@ -289,7 +291,7 @@ def make_contention(m: Maker) -> None:
             "bytes": 320 * MIB,
             "request": MIB,
             "o_direct": True,
-            "competitors": "dd oflag=direct bs=1M, 0-2 at a time, started at seeded random moments",
+            "competitors": "dd oflag=direct bs=1M, 0-3 at a time, started at seeded random moments",
             "seed": seed + 10 * attempt,
         }
         jobs.append(
@@ -317,8 +319,13 @@ def make_gaps_exp(m: Maker) -> None:
     rng = random.Random(34)
     gaps = [round(rng.expovariate(1.0), 3) for _ in range(20)]
     run = m.fresh("gaps-exp")
-    (run / "phases.txt").write_text("".join(f"{g} {32 * MIB}\n" for g in gaps))
-    wait_ok([m.start(run, "2210", "job", ["--phases", str(run / "phases.txt")])])
+    # the phase file under /dev/ (one of Darshan's exclusions), so that the log holds the workload's bytes only
+    phase_file = Path("/dev/shm") / f"iosets-fx-phases-{os.getpid()}.txt"
+    phase_file.write_text("".join(f"{g} {32 * MIB}\n" for g in gaps))
+    try:
+        wait_ok([m.start(run, "2210", "job", ["--phases", str(phase_file)])])
+    finally:
+        phase_file.unlink()
     rows = read_csv(run / "job.csv")
     mean = statistics.mean(gaps)
     params = {
