@@ -10,7 +10,7 @@ the shared ``darshan-runtime/mpi/ground_truth.json`` from IOR's per-rank timers
   (Darshan's log header start, taken at MPI_Init); ``phases_open_close`` the same from
   'open start' to 'close stop';
 - ``w_iter_true``: mean spacing of the write phases' starts; ``w_iter_all_phases``: of all
-  phases' starts (iosets' definition); ``spacing_cv``: population CV of the write spacings;
+  phases' starts (iosets' definition); ``spacing_cv``: population CV of all phases' spacings;
 - ``alpha_true`` (``alpha_true_open_close``): length of the union of ``phases``
   (``phases_open_close``) over ``runtime_true`` (header end - start: MPI_Init to MPI_Finalize);
 - bytes and requests: IOR's data only (the log's STDIO also holds IOR's console text);
@@ -288,7 +288,8 @@ def case_truth(case: dict, ior_text: str, log_path: Path, wall: float | None) ->
         spread.append(round(max(t["start"] for t in tasks) - start, 6))
     kinds = [access for access, _ in keys]
     write_starts = [p[0] for p, kind in zip(phases, kinds, strict=True) if kind == "write"]
-    gaps = [b - a for a, b in zip(write_starts[:-1], write_starts[1:], strict=True)]
+    starts = [p[0] for p in phases]  # spacing_cv: every phase's, as the corpus's
+    gaps = [b - a for a, b in zip(starts[:-1], starts[1:], strict=True)]
     nprocs = case["nprocs"]
     per_access = params["block"] * nprocs * params["reps"]
     bytes_written = per_access if params["write"] else 0
