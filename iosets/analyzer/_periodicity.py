@@ -21,7 +21,8 @@ _MIN_BINS = 1 << 12
 _N_HARMONICS = 8  # harmonics scored together when choosing the fundamental
 _MAX_REFINE_HARMONICS = 64  # harmonics used to refine the fundamental below bin resolution
 _AGREE_TOL = 0.10  # DFT and segmentation periods agree fully within this relative difference
-_CV_SCALE = 0.40  # spacing coefficient of variation at which segmentation confidence is exp(-1)
+_CV_SCALE = 0.40  # coefficient of variation (of spacings or of idle gaps) at which a rhythm's regularity is exp(-1)
+_SPREAD_WEIGHT = 0.25  # share of a compute rhythm's confidence that the spread of its phase spacing can take away
 _DFT_WEIGHT = 0.25  # share of the confidence that depends on the DFT agreeing with segmentation
 _MIN_JUMP = 3.0  # idle gaps between phases are at least this many times longer than gaps inside
 _MAX_IDLE_SPREAD = 100.0  # longest / shortest idle gap between phases, at most
@@ -302,6 +303,28 @@ def _resegment(
 # ----------------------------------------------------------------------------- combination
 
 
+def _cv(values: np.ndarray) -> float:
+    """Coefficient of variation (population standard deviation over mean) of positive values; inf if the mean is 0."""
+    mean = float(values.sum()) / len(values)
+    if mean <= 0:
+        return math.inf
+    spread = values - mean
+    return math.sqrt(float((spread * spread).sum()) / len(values)) / mean
+
+
+def _regularity(cv_spacing: float, cv_gaps: float) -> float:
+    """How regular a job's rhythm is (0..1), from its phase spacing and its idle gaps (phase end to next start).
+
+    Two rhythms are read, the better one counts: a clock (regular spacing of phase starts, whatever the
+    I/O lasts) and a compute loop (regular gaps, I/O durations that vary, as on a shared file system).
+    Each is ``exp(-(cv / _CV_SCALE)^2)``; the compute loop's also loses up to :data:`_SPREAD_WEIGHT` of
+    itself as the spacing spreads, since ``w_iter`` (the mean spacing) then summarises phases less well.
+    """
+    by_spacing = math.exp(-((cv_spacing / _CV_SCALE) ** 2))
+    by_gaps = math.exp(-((cv_gaps / _CV_SCALE) ** 2)) * (1.0 - _SPREAD_WEIGHT * (1.0 - by_spacing))
+    return max(by_spacing, by_gaps)
+
+
 def _combine(
     spec: _Spectral, seg: _Segments, run: float, min_confidence: float, total_bytes: float, alpha_io: float | None
 ) -> Periodicity:
@@ -317,10 +340,8 @@ def _combine(
     if n_phases >= 3:
         spacing = seg.starts[1:] - seg.starts[:-1]
         w_seg = float(spacing.sum()) / len(spacing)
-        spread = spacing - w_seg
-        cv = math.sqrt(float((spread * spread).sum()) / len(spacing)) / w_seg if w_seg > 0 else math.inf
-        c_seg = math.exp(-((cv / _CV_SCALE) ** 2))
-    # evidence 1: regular phase spacing, supported by a DFT peak at the same period
+        c_seg = _regularity(_cv(spacing), _cv(seg.starts[1:] - seg.ends[:-1]))
+    # evidence 1: a regular rhythm (phase spacing or compute gaps), supported by a DFT peak at the same period
     c_seg_total = 0.0
     if w_seg is not None and c_seg is not None and seg.clear:
         agree = 0.0
@@ -580,6 +601,9 @@ def periodicity(
     :data:`BACK_TO_BACK` s) are one operation, and the job is in an I/O phase whenever any rank is
     in one (the union over ranks). Phases are separated by idle gaps longer than a threshold found
     in the gap lengths themselves; the DFT of the bandwidth signal cross-checks their spacing. The
+    phases are regular when their starts are evenly spaced, or when the idle gaps between them are
+    (a fixed compute, I/O that lasts longer or shorter as the file system is shared): then ``w_iter``
+    is the mean spacing and the confidence drops, by at most a quarter, as that spacing spreads. The
     job is "not periodic" (``reason``) when the evidence is thin: see :data:`NOT_PERIODIC`.
 
     Parameters
