@@ -86,6 +86,18 @@ CASES: list[dict[str, Any]] = [
         "pattern": "iobound",
     },
     {
+        "name": "ior_posix_stream",
+        "job_id": "5106",
+        "nprocs": 4,
+        "args": "-a POSIX --posix.odirect -w -k -E -F -b 1g -t 1m -i 6",
+        "description": (
+            "POSIX with O_DIRECT, file per process, 6 back-to-back reps, no delay, no fsync, files kept and reused: "
+            "open, write and close all seen by Darshan"
+        ),
+        "expected": "io_bound",
+        "pattern": "iobound",
+    },
+    {
         "name": "ior_posix_shared_d5",
         "job_id": "5105",
         "nprocs": 4,
