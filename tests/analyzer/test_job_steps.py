@@ -4,7 +4,9 @@ Logs are written with darshan-util's own writer; every expected row is worked ou
 runs put into the logs.
 """
 
+import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +125,24 @@ def test_other_users_and_job_ids_never_merge(tmp_path):
     _log(tmp_path / "c.darshan", start=20.0, runtime=100.0, jobid=8)
     jobs = analyze([tmp_path], workers=1).jobs.sort("start")
     assert jobs.select("job_id", "user", "n_logs").rows() == [("7.0", "4242", 1), ("7.1", "1", 1), ("8", "4242", 1)]
+
+
+# ----------------------------------------------------------------------------- real runs (darshan-runtime 3.5.0)
+
+STEPS = Path(__file__).parents[1] / "data" / "darshan-runtime" / "steps"
+
+
+@pytest.mark.skipif(not STEPS.is_dir(), reason="tests/data/darshan-runtime/steps comes with the fixtures of issue 22")
+def test_real_processes_of_one_job_id_are_one_row_per_overlapping_set():
+    """steps_a: 6 processes started 3 s apart; steps_b: one program run twice, 4 s apart; steps_c: 4 processes
+    started 12 s apart, all alive together from 36 to 39 s (the 30 s rule made two rows of them)."""
+    truth = json.loads((STEPS / "ground_truth.json").read_text())["jobs"]
+    result = analyze([STEPS], workers=1)
+    got = result.jobs.sort("start").select("job_id", "n_logs", "nprocs").rows()
+    assert got == [("2240", 6, 6), ("2241.0", 1, 1), ("2241.1", 1, 1), ("2242", 4, 4)]
+    logs: dict[str, set[str]] = {}
+    for job_id, path in result.modules.select("job_id", "path").rows():
+        logs.setdefault(job_id, set()).add(Path(path).name)
+    assert logs == {
+        job_id: set(job["log"]) for job_id, job in zip(["2240", "2241.0", "2241.1", "2242"], truth, strict=True)
+    }
