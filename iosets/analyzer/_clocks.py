@@ -1,20 +1,26 @@
-"""One clock for a job's processes: Darshan dates each process's I/O from its own zero, which the log does not keep.
+"""One clock for a job's processes: Darshan dates each log's I/O from a zero that the log does not keep.
 
 A process's DXT times count from the moment Darshan started in it (``init_start`` in
 darshan-runtime's ``darshan-core.c``; a forked child starts Darshan again); the log's header start
 is stamped later in the same start-up (``start_ts``: 1.6 to 22 ms later in the real processes
-measured), and an MPI log's header start is the earliest over its ranks while each rank's DXT times
-count from its own zero. Placed at header start + DXT offset, the I/O of every process lands late by
-its own amount, so the processes of one job, or the ranks of one MPI log, come out a few ms (up to
-tens of ms) apart, and their union (the job's I/O phases, alpha_io) is wider than what they did.
+measured). Placed at header start + DXT offset, each process's I/O lands late by its own amount, so
+the logs of one job come out up to tens of ms apart and their union (the job's I/O phases,
+alpha_io) is wider than what they did.
 
-The I/O phases of a job are released together, so its clocks' phase starts should coincide. Each
-clock's offset to a reference clock (the one present in the most phases) is the median, over the
+The I/O phases of a job are released together, so its logs' phase starts should coincide. Each
+log's offset to a reference log (the one present in the most phases) is the median, over the
 phases both are present in, of the difference between its first start and the reference's first
 start in the phase. It is believed only with :data:`MIN_MATCHED_STARTS` matched phases or more and
 when it is at most :data:`MAX_CLOCK_OFFSET` (a larger one is the job's own behaviour, not a
-clock's); the clocks believed then all move onto the earliest of them (Darshan only ever stamps
-late), the others stay. What is left is the earliest clock's own lateness, which no log records.
+clock's); the logs believed then all move onto the earliest of them (Darshan only ever stamps
+late) unless by less than :data:`MIN_CLOCK_SHIFT`, the others stay. What is left is the earliest
+log's own lateness, which no log records.
+
+The ranks of one MPI log are not moved, although each counts from its own zero and the header start
+is the earliest over them: measured against IOR's per-rank timers (5 real logs, 4 and 8 ranks), the
+ranks' first starts differ for real as much as their clocks do (each rank opens its file, its own
+way), and moving them by their phase starts left their clocks further apart (3.2-25 ms before,
+6.3-41 ms after).
 """
 
 from __future__ import annotations
@@ -28,14 +34,15 @@ import polars as pl
 from ._periodicity import phase_bounds
 
 if TYPE_CHECKING:
-    from ._ingest import DarshanJob
     from ._rhythm import Timeline
 
 MAX_CLOCK_OFFSET = 0.1
-"""Seconds two clocks of one job may disagree by and still be moved together (Darshan's stamps: 1-76 ms)."""
+"""Seconds two logs of one job may disagree by and still be moved together (Darshan's stamps: 1.6-22 ms)."""
 MIN_MATCHED_STARTS = 3
 """Phases in which a clock and the reference both start I/O that a clock's offset needs."""
-_DXT_TIMER = 1e-6  # s: DXT's resolution (the timelines' DXT_RESOLUTION)
+MIN_CLOCK_SHIFT = 1e-3
+"""Seconds under which a log's clock does not move: the gap under which the analyzer takes one rank's requests as
+one operation, and the order of the real differences between processes released together (0.1-0.8 ms)."""
 
 
 def clock_shifts(clock: np.ndarray, start: np.ndarray, end: np.ndarray, *, resolution: float = 0.0) -> np.ndarray:
@@ -44,7 +51,7 @@ def clock_shifts(clock: np.ndarray, start: np.ndarray, end: np.ndarray, *, resol
     Parameters
     ----------
     clock : numpy.ndarray of int, shape (n,)
-        Each interval's clock, 0 to ``n_clocks - 1`` (a log of the job, a rank of the log).
+        Each interval's clock, 0 to ``n_clocks - 1`` (a log of the job).
     start, end : numpy.ndarray of float, shape (n,)
         When each interval of I/O starts and ends, all clocks placed on one axis (s, >= 0).
     resolution : float, default=0.0
@@ -53,7 +60,8 @@ def clock_shifts(clock: np.ndarray, start: np.ndarray, end: np.ndarray, *, resol
     Returns
     -------
     numpy.ndarray of shape (clock.max() + 1,)
-        The shift to add to each clock's times; 0 for a clock without enough evidence.
+        The shift to add to each clock's times; 0 for a clock without enough evidence, or closer than
+        :data:`MIN_CLOCK_SHIFT` to the earliest.
 
     Examples
     --------
@@ -80,6 +88,7 @@ def clock_shifts(clock: np.ndarray, start: np.ndarray, end: np.ndarray, *, resol
     if believed.sum() < 2:
         return shifts
     shifts[believed] = offsets[believed].min() - offsets[believed]
+    shifts[np.abs(shifts) < MIN_CLOCK_SHIFT] = 0.0
     return shifts
 
 
@@ -115,28 +124,3 @@ def log_shifts(timelines: Sequence[tuple[float, Timeline | None]]) -> list[float
     for k, (i, _) in enumerate(exact):
         out[i] += float(moved[k])
     return out
-
-
-def dxt_rank_shifts(job: DarshanJob) -> dict[int, float]:
-    """The shift of each rank of one log whose clock moves (:func:`clock_shifts` on all its DXT requests).
-
-    The same for the log's timeline and its requests in a site trace, which :func:`shift_ranks` moves by it.
-    """
-    if not job.dxt:
-        return {}
-    ops = pl.concat([table.select("rank", "start", "end") for table in job.dxt.values()])
-    ranks, clock = np.unique(ops.get_column("rank").to_numpy(), return_inverse=True)
-    if len(ranks) < 2:
-        return {}
-    start = ops.get_column("start").cast(pl.Float64).to_numpy()
-    end = ops.select(pl.coalesce("end", "start").cast(pl.Float64)).to_series().to_numpy()
-    shifts = clock_shifts(clock, start, end, resolution=_DXT_TIMER)
-    return {int(r): float(s) for r, s in zip(ranks, shifts, strict=True) if s != 0.0}
-
-
-def shift_ranks(ops: pl.DataFrame, shifts: dict[int, float]) -> pl.DataFrame:
-    """``ops`` with each shifted rank's ``start`` and ``end`` moved by its shift (never before 0)."""
-    if not shifts:
-        return ops
-    by = pl.col("rank").replace_strict(shifts, default=0.0, return_dtype=pl.Float64)
-    return ops.with_columns(((pl.col(c) + by).clip(lower_bound=0.0)).alias(c) for c in ("start", "end"))

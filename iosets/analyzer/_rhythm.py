@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from ._clocks import dxt_rank_shifts, log_shifts, shift_ranks
+from ._clocks import log_shifts
 from ._evidence import counters_verdict
 from ._ingest import DarshanJob
 from ._periodicity import activity_runs, periodicity, phase_bounds
@@ -59,7 +59,6 @@ class Timeline:
 def _dxt_timeline(job: DarshanJob) -> Timeline:
     modules = [m for m in ("DXT_MPIIO", "DXT_POSIX") if m in job.dxt]
     ops = pl.concat([job.dxt[m].select("rank", "size", "start", "end") for m in modules])
-    ops = shift_ranks(ops, dxt_rank_shifts(job))
     t0, run_s, run_e, size = activity_runs(ops)
     return Timeline(run_s + t0, run_e + t0, size, DXT_RESOLUTION, "+".join(modules), None)
 

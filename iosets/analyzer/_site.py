@@ -23,7 +23,7 @@ from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
 from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_FILES, SITE_REQUESTS
-from ._clocks import dxt_rank_shifts, log_shifts, shift_ranks
+from ._clocks import log_shifts
 from ._ingest import DarshanJob, FileLayouts, ingest, read_darshan, sniff_format
 from ._jobs import JobLogs, group_logs
 from ._periodicity import phase_bounds
@@ -113,7 +113,7 @@ def _log_requests(job: DarshanJob) -> pl.DataFrame | None:
         return _heatmap_requests(*job.heatmap)
     if job.requests is None:
         return None
-    return shift_ranks(job.requests, dxt_rank_shifts(job)).select(*_REQUEST_COLUMNS, pl.lit(False).alias("synthetic"))
+    return job.requests.select(*_REQUEST_COLUMNS, pl.lit(False).alias("synthetic"))
 
 
 def _read_trace(path: str, timeout: float = DEFAULT_TIMEOUT) -> SiteOutcome:

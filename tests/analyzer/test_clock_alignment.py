@@ -1,4 +1,4 @@
-"""A job's processes (logs) and an MPI log's ranks on one clock: Darshan's late stamps do not widen the union.
+"""A job's processes (logs) on one clock: Darshan's late stamps do not widen the union; an MPI log's ranks stay.
 
 Hand-made cases put a known lateness on a clock and check the shift, alpha_io and the site trace's
 dates against values worked out here; the real logs check the phase starts against their programs' truth.
@@ -15,8 +15,15 @@ pytest.importorskip("darshan")
 
 from darshan_writer import counter_record, dxt_record, write_log  # noqa: E402
 
+from iosets.analyzer import _clocks as clocks  # noqa: E402
 from iosets.analyzer import analyze, analyze_log, site_trace  # noqa: E402
-from iosets.analyzer._clocks import MAX_CLOCK_OFFSET, MIN_MATCHED_STARTS, clock_shifts, log_shifts  # noqa: E402
+from iosets.analyzer._clocks import (  # noqa: E402
+    MAX_CLOCK_OFFSET,
+    MIN_CLOCK_SHIFT,
+    MIN_MATCHED_STARTS,
+    clock_shifts,
+    log_shifts,
+)
 from iosets.analyzer._ingest import read_darshan  # noqa: E402
 from iosets.analyzer._worker import PART, log_row  # noqa: E402
 from iosets.validate._timestamps import read_timestamps  # noqa: E402
@@ -64,6 +71,11 @@ def test_too_few_matched_phases_move_nothing():
     few = MIN_MATCHED_STARTS - 1
     assert _shifts(_phases(few), _phases(few, 0.005)).tolist() == [0.0, 0.0]
     assert _shifts(_phases(MIN_MATCHED_STARTS), _phases(MIN_MATCHED_STARTS, 0.005)) == pytest.approx([0.0, -0.005])
+
+
+def test_clocks_closer_than_a_ms_stay_where_they_are():
+    near = 0.5 * MIN_CLOCK_SHIFT  # as near as one collective call's ranks
+    assert _shifts(_phases(6), _phases(6, near), _phases(6, 0.004)) == pytest.approx([0.0, 0.0, -0.004], abs=1e-12)
 
 
 def test_a_clock_in_other_phases_than_the_reference_stays_where_it_is():
@@ -122,14 +134,16 @@ def test_merged_processes_stamped_late_do_not_widen_the_union(tmp_path):
     assert row["w_iter"] == pytest.approx(PERIOD, rel=1e-9)
 
 
-def test_ranks_of_one_log_on_their_own_zeros_do_not_widen_the_union(tmp_path):
+def test_the_ranks_of_one_mpi_log_keep_their_clocks(tmp_path):
+    """Their first starts differ for real as much as their clocks do (see the module doc): nothing tells them apart."""
     row = analyze_log(_log(tmp_path / "mpi.darshan", since=0.0, ranks={0: 0.005, 1: 0.040, 2: 0.021, 3: 0.076}))
-    assert row["alpha_io"] == pytest.approx(UNION / (PHASES * PERIOD), abs=1e-9)  # not (0.25 + 0.071) per phase
+    assert row["alpha_io"] == pytest.approx(PHASES * (LENGTH + 0.071) / (PHASES * PERIOD), abs=1e-9)
 
 
 def test_the_site_trace_dates_the_requests_on_the_clock_the_phases_have(tmp_path):
-    _log(tmp_path / "a.darshan", since=0.0, ranks={0: 0.003, 1: 0.011})
+    _log(tmp_path / "a.darshan", since=0.0, ranks={0: 0.003})
     _log(tmp_path / "b.darshan", since=0.02, ranks={0: 0.025})
+    _log(tmp_path / "c.darshan", since=0.03, ranks={0: 0.011})
     site = site_trace([tmp_path], workers=1)
     requests = site.requests.with_columns((pl.col("start") - T0).alias("at"))
     assert requests["phase"].null_count() == 0
@@ -163,14 +177,15 @@ def _shifts_of(logs: list[Path]) -> list[float]:
     return [new - old for new, (old, _) in zip(log_shifts(timelines), timelines, strict=True)]
 
 
-def test_a_forked_workers_clock_moves_by_what_the_programs_truth_says():
+def test_a_forked_workers_offset_is_what_the_programs_truth_says_and_under_a_ms_it_stays(monkeypatch):
     """Job l0 of processes2: parent and forked worker write each phase; their stamps differ by 0.6 ms."""
     logs = sorted(PROCESSES2.glob("*_id2-*.darshan"))
     _, dates, _ = read_timestamps(PROCESSES2 / "j1.csv")
     late = [_lateness(log, dates[2] / 1e9) for log in logs]
-    assert 0.0005 < abs(late[0] - late[1]) < 0.001
-    earliest = min(late)
-    assert _shifts_of(logs) == pytest.approx([earliest - x for x in late], abs=1e-4)
+    assert 0.0005 < abs(late[0] - late[1]) < MIN_CLOCK_SHIFT
+    assert _shifts_of(logs) == [0.0, 0.0]
+    monkeypatch.setattr(clocks, "MIN_CLOCK_SHIFT", 0.0)
+    assert _shifts_of(logs) == pytest.approx([min(late) - x for x in late], abs=1e-4)
 
 
 def _truth(folder: Path, name: str) -> dict:
