@@ -8,6 +8,7 @@ RENAMED = [
     ("iosets.analyzer", "read_ops", "read_requests"),
     ("iosets.analyzer", "write_ops", "write_requests"),
     ("iosets.analyzer", "analyze_ops", "analyze_requests"),
+    ("iosets.analyzer", "SAME_JOB_WITHIN", "SAME_JOB_GAP"),
     ("iosets.replay", "compare_policies", "compare_schedulers"),
     ("iosets.replay", "PolicyComparison", "SchedulerComparison"),
     ("iosets.replay", "RequestTrace", "RequestArrays"),

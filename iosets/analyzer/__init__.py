@@ -27,14 +27,14 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         sniff_format,
         write_requests,
     )
-    from ._jobs import SAME_JOB_WITHIN, merge_logs
+    from ._jobs import SAME_JOB_GAP, merge_logs
     from ._periodicity import NOT_PERIODIC, Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
     from ._pipeline import Analysis, analyze, expand_paths
     from ._site import SiteTrace, site_trace
     from ._worker import analyze_log, analyze_path, analyze_requests
 
 _EXPORTS = {
-    "SAME_JOB_WITHIN": "._jobs",
+    "SAME_JOB_GAP": "._jobs",
     "merge_logs": "._jobs",
     "NOT_PERIODIC": "._periodicity",
     "Periodicity": "._periodicity",
@@ -62,7 +62,13 @@ _EXPORTS = {
     "sniff_format": "._ingest",
     "write_requests": "._ingest",
 }
-_RENAMED = {"read_ops": "read_requests", "write_ops": "write_requests", "analyze_ops": "analyze_requests"}
-"""Former names (one release, with a DeprecationWarning): the glossary's words (docs/glossary.md)."""
+_RENAMED = {
+    "read_ops": "read_requests",
+    "write_ops": "write_requests",
+    "analyze_ops": "analyze_requests",
+    "SAME_JOB_WITHIN": "SAME_JOB_GAP",
+}
+"""Former names (one release, with a DeprecationWarning): the glossary's words (docs/glossary.md), and
+``SAME_JOB_WITHIN`` (logs of one job were those starting within 30 s of the first; now overlapping logs)."""
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _RENAMED)
 __all__ = sorted(_EXPORTS)

@@ -1,12 +1,13 @@
 """Logs into jobs: Darshan writes one log per process or per job step; a site's scheduler sees one job.
 
-Logs with the same job id, user and recorded step whose starts lie within
-:data:`SAME_JOB_WITHIN` seconds of the first one's are one job: one row, bytes and operations
-summed, processes counted, the rhythm found again on the logs' merged timeline (on one clock).
-Copies of one log (equal metadata and counters) count once. A job id that holds several such
-runs (job steps that did not record their step, or a job id reused) gets one row per run,
-named ``<job id>.<step>``, steps numbered from 0 in start order (the recorded step when there
-is one), so that job ids stay unique.
+Logs with the same job id, user and recorded step whose runs ([start, start + runtime]) overlap,
+or follow one another within :data:`SAME_JOB_GAP` seconds, are one job: one row, bytes and
+operations summed, processes counted, the rhythm found again on the logs' merged timeline (on one
+clock). A log that starts more than :data:`SAME_JOB_GAP` after every earlier log of its id has ended
+opens the next run. Copies of one log (equal metadata and counters) count once. A job id that holds
+several runs (job steps that did not record their step, or a job id reused) gets one row per run,
+named ``<job id>.<step>``, steps numbered from 0 in start order (the recorded step when there is
+one), so that job ids stay unique.
 """
 
 from __future__ import annotations
@@ -17,20 +18,25 @@ from dataclasses import asdict, dataclass
 from ._rhythm import job_rhythm
 from ._worker import PART, LogPart
 
-SAME_JOB_WITHIN = 30.0
-"""Seconds between the first and a later log's start under which both are one job (or job step)."""
+SAME_JOB_GAP = 1.0
+"""Seconds a log may start after every earlier log of its job id has ended and still belong to their job.
+
+One second: logs before Darshan 3.4.1 (log format 3.41) have whole-second header times (their runtime is
+``end - start + 1``), so two processes that touch can look up to a second apart."""
 _IDENTITY = ("app", "nprocs", "start", "end", "bytes_read", "bytes_written", "reads", "writes", "io_time")
 """Two logs of one job equal in all of these are copies of one log: the second is ignored."""
 
 
 def _runs(logs: list[dict]) -> list[list[dict]]:
-    """Logs of one (job id, user, step) in runs: a log starting SAME_JOB_WITHIN after a run's first opens the next."""
+    """Logs of one (job id, user, step) in runs: one starting SAME_JOB_GAP after every earlier end opens the next."""
     runs: list[list[dict]] = []
+    reach = float("-inf")  # the latest end of the logs so far
     for row in sorted(logs, key=lambda r: (r["start"], r["path"])):
-        if runs and row["start"] - runs[-1][0]["start"] <= SAME_JOB_WITHIN:
+        if runs and row["start"] <= reach + SAME_JOB_GAP:
             runs[-1].append(row)
         else:
             runs.append([row])
+        reach = max(reach, row["start"] + row["runtime"])
     return runs
 
 
@@ -130,16 +136,31 @@ def group_logs(rows: list[dict], *, per_log: bool = False) -> list[JobLogs]:
             groups[(row["job_id"], row["user"], row["step"])].append(row)
         else:
             out.append(JobLogs(row["job_id"], row.get("step"), [row], 0))
-    keys_per_id = Counter(job_id for job_id, _, _ in groups)
-    for (job_id, _, step), job_runs in ((key, _runs(logs)) for key, logs in groups.items()):
-        split = len(job_runs) > 1 or keys_per_id[job_id] > 1
-        for k, run in enumerate(job_runs):
+    runs = {key: _runs(logs) for key, logs in groups.items()}
+    runs_per_id = Counter(job_id for (job_id, _, _), key_runs in runs.items() for _ in key_runs)
+    numbers = _step_numbers(runs)
+    for (job_id, _, step), key_runs in runs.items():
+        for run in key_runs:
             logs, copies = _distinct(run)
             run_step = logs[0]["step"]
-            if split:
-                run_step = str(k) if step is None else step if len(job_runs) == 1 else f"{step}.{k}"
-            out.append(JobLogs(f"{job_id}.{run_step}" if split else job_id, run_step, logs, copies))
+            if runs_per_id[job_id] > 1:
+                k, n = numbers[run[0]["path"]]
+                run_step = str(k) if step is None else step if n == 1 else f"{step}.{k}"
+            out.append(JobLogs(f"{job_id}.{run_step}" if runs_per_id[job_id] > 1 else job_id, run_step, logs, copies))
     return out
+
+
+def _step_numbers(runs: dict[tuple, list[list[dict]]]) -> dict[str, tuple[int, int]]:
+    """Each run's number among the runs of its job id and recorded step (every user's, in start order), and
+    how many there are; by the path of the run's first log."""
+    same: defaultdict[tuple, list[list[dict]]] = defaultdict(list)
+    for (job_id, _, step), key_runs in runs.items():
+        same[(job_id, step)].extend(key_runs)
+    numbers: dict[str, tuple[int, int]] = {}
+    for group in same.values():
+        for k, run in enumerate(sorted(group, key=lambda r: (r[0]["start"], r[0]["path"]))):
+            numbers[run[0]["path"]] = (k, len(group))
+    return numbers
 
 
 def _stripped(row: dict, job_id: str, logs: list[dict], modules: list[dict]) -> dict:

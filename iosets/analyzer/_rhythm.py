@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from ._clocks import log_shifts
 from ._evidence import counters_io_bound, counters_verdict
 from ._ingest import DarshanJob
 from ._periodicity import activity_runs, periodicity, phase_bounds
@@ -148,16 +149,19 @@ def job_phases(timelines: list[tuple[float, Timeline | None]]) -> tuple[np.ndarr
 
 
 def _known(timelines: list[tuple[float, Timeline | None]]) -> list[tuple[float, Timeline]]:
-    """The (shift, timeline) pairs that hold at least one activity run."""
-    return [(shift, line) for shift, line in timelines if line is not None and len(line.start)]
+    """The (shift, timeline) pairs that hold at least one activity run, their clocks on one (:func:`log_shifts`)."""
+    aligned = zip(log_shifts(timelines), (line for _, line in timelines), strict=True)
+    return [(shift, line) for shift, line in aligned if line is not None and len(line.start)]
 
 
 def _runs_table(known: list[tuple[float, Timeline]]) -> tuple[pl.DataFrame, float]:
-    """The activity runs of shifted timelines as one table (start, end, size), and the coarsest resolution."""
+    """The activity runs of shifted timelines as one table (start, end, size), and the coarsest resolution.
+
+    A run that a clock's shift moves before the job's start starts at 0."""
     ops = pl.DataFrame(
         {
-            "start": np.concatenate([line.start + shift for shift, line in known]),
-            "end": np.concatenate([line.end + shift for shift, line in known]),
+            "start": np.concatenate([np.maximum(line.start + shift, 0.0) for shift, line in known]),
+            "end": np.concatenate([np.maximum(line.end + shift, 0.0) for shift, line in known]),
             "size": np.concatenate([line.size for _, line in known]),
         }
     )

@@ -23,6 +23,7 @@ from .._results import Part, Tables
 from .._validation import check_count, check_positive
 from ..errors import InputError
 from ..schemas import ANALYSIS_ERRORS, JOBS, SITE_FILES, SITE_REQUESTS
+from ._clocks import log_shifts
 from ._ingest import DarshanJob, FileLayouts, ingest, read_darshan, sniff_format
 from ._jobs import JobLogs, group_logs
 from ._periodicity import phase_bounds
@@ -149,8 +150,9 @@ def _phase_of(mid: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pl.Serie
 def _darshan_job(job: JobLogs, requests: dict[str, pl.DataFrame | None]) -> tuple[list[pl.DataFrame], list[dict]]:
     """A merged Darshan job's requests (dated, with phases), and a skip row per log without requests."""
     start = min(log["start"] for log in job.logs)
-    shifts = [log["start"] - start for log in job.logs]
-    bounds = job_phases([(shift, log[PART].timeline) for shift, log in zip(shifts, job.logs, strict=True)])
+    timelines = [(log["start"] - start, log[PART].timeline) for log in job.logs]
+    bounds = job_phases(timelines)
+    shifts = log_shifts(timelines)  # the logs' clocks on one, as the phases have them
     frames, skipped = [], []
     for shift, log in zip(shifts, job.logs, strict=True):
         found = requests[log["path"]]
@@ -161,7 +163,7 @@ def _darshan_job(job: JobLogs, requests: dict[str, pl.DataFrame | None]) -> tupl
         assert bounds is not None  # a log with requests has a timeline
         mid = shift + 0.5 * (found["start"].to_numpy() + found["end"].to_numpy())
         phase = _phase_of(mid, *bounds)
-        dated = (pl.col(c) + log["start"] for c in ("start", "end"))
+        dated = (pl.col(c) + (start + shift) for c in ("start", "end"))
         frames.append(found.with_columns(*dated, phase.alias("phase"), pl.lit(job.job_id).alias("job_id")))
     return frames, skipped
 
