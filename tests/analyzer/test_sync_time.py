@@ -1,10 +1,9 @@
 """Sync time in alpha_io, the counters' second io_bound measure, and standard streams out of the job's bytes.
 
-Hand-made logs (darshan-util's own writer) with a closed-form answer, then the real darshan-runtime logs
-under tests/data/darshan-runtime against their programs' truth.
+Hand-made logs (darshan-util's own writer) with a closed-form answer; the real darshan-runtime logs against their
+programs' truth are test_runtime_truth.py's.
 """
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 pytest.importorskip("darshan")
 
 from darshan_writer import counter_record, dxt_record, write_log  # noqa: E402
+from runtime_truth import runtime_cases  # noqa: E402
 
 from iosets.analyzer import analyze_log, read_darshan  # noqa: E402
 from iosets.analyzer._evidence import IO_BOUND, counters_io_bound  # noqa: E402
@@ -24,7 +24,6 @@ MIB = 1 << 20
 T0 = 1_700_000_000
 STDIN, STDOUT, STDERR = STREAM_IDS
 NAMES = {101: "/scratch/a.dat", 102: "/scratch/b.dat", 200: "/scratch/shared.dat"}
-RUNTIME_DATA = Path(__file__).parents[1] / "data" / "darshan-runtime"
 
 
 def _log(path, records, *, nprocs=1, runtime=50.0, partial=()):
@@ -260,67 +259,12 @@ def test_the_stream_ids_are_darshans_hash_of_their_names():
     assert tuple(int(v) for v in out.stdout.split()) == STREAM_IDS
 
 
-# ----------------------------------------------------------------------------- real logs against their truth
+# ----------------------------------------------------------------------------- real logs
+# (test_runtime_truth.py checks every real fixture's alpha_io, bytes and io_bound against its program's truth)
 
 
-def _cases(*folders):
-    """(folder, job) of every truth file entry in ``folders`` of tests/data/darshan-runtime that exist."""
-    out = []
-    for folder in folders:
-        truth = RUNTIME_DATA / folder / "ground_truth.json"
-        if truth.exists():
-            out += [
-                pytest.param(folder, job, id=f"{folder}/{job['name']}") for job in json.loads(truth.read_text())["jobs"]
-            ]
-    return out or [pytest.param(None, None, marks=pytest.mark.skip(reason=f"no fixture folder among {folders}"))]
-
-
-def _synced(job: dict) -> bool:
-    params = job.get("params", {})
-    return bool(params.get("fsync")) or "fsync" in job.get("pattern", "")
-
-
-SYNC_CASES = [c for c in _cases("mpi", "mpi-more", "fsync") if c.values[1] is None or _synced(c.values[1])]
-
-
-@pytest.mark.parametrize(("folder", "truth"), SYNC_CASES)
-def test_real_jobs_with_syncs_get_their_alpha_io_and_bytes(folder, truth):
-    (log,) = truth["log"]
-    row = analyze_log(RUNTIME_DATA / folder / log)
-    assert row["alpha_io"] == pytest.approx(truth["alpha_true"], abs=0.01)
-    assert (row["bytes_written"], row["bytes_read"]) == (truth["bytes_written"], truth["bytes_read"])
-    assert row["w_iter"] == pytest.approx(truth["w_iter_all_phases"], rel=0.01)
-
-
-@pytest.mark.parametrize(("folder", "truth"), _cases("corpus", "mpi", "mpi-more", "fsync"))
-def test_real_jobs_bytes_are_their_programs(folder, truth):
-    """IOR's console text (<STDOUT>) is not in the MPI jobs' bytes; the corpus keeps every byte it wrote."""
-    rows = [analyze_log(RUNTIME_DATA / folder / log) for log in truth["log"]]  # a job's bytes: its logs' sum
-    moved = (sum(row["bytes_written"] for row in rows), sum(row["bytes_read"] for row in rows))
-    assert moved == (truth["bytes_written"], truth["bytes_read"])
-
-
-UNSEEN_TRUNCATION = pytest.mark.xfail(
-    reason="IOR -E truncates the shared file at every open (MPI_File_set_size, ftruncate: calls Darshan 3.5.0 does "
-    "not wrap), 6 s of each rank's 24 s from open to close: the counters see 76 % of the run, DXT 48 %",
-    strict=False,
-)
-IO_BOUND_CASES = [
-    pytest.param(*c.values, marks=UNSEEN_TRUNCATION, id=c.id) if c.id == "mpi-more/ior_mpiio_stream" else c
-    for c in _cases("corpus", "mpi-more")
-    if c.values[1] is None or "io_bound" in c.values[1]["expected"]
-]
-
-
-@pytest.mark.parametrize(("folder", "truth"), IO_BOUND_CASES)
-def test_real_jobs_that_only_stream_are_io_bound(folder, truth):
-    (log,) = truth["log"]
-    row = analyze_log(RUNTIME_DATA / folder / log)
-    assert (row["not_periodic"], row["w_iter"]) == ("io_bound", None)
-
-
-@pytest.mark.parametrize(("folder", "truth"), _cases("corpus"))
-def test_real_jobs_without_syncs_do_not_move(folder, truth):
-    jobs = [read_darshan(RUNTIME_DATA / folder / log) for log in truth["log"]]
+@pytest.mark.parametrize("case", [case for case in runtime_cases() if case.folder == "corpus"], ids=lambda c: c.id)
+def test_real_jobs_without_syncs_do_not_move(case):
+    jobs = [read_darshan(log) for log in case.logs]
     assert all(job.syncs is None or job.syncs.is_empty() for job in jobs)
     assert all(sync_requests(job).is_empty() for job in jobs if job.dxt)
