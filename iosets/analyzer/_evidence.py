@@ -28,6 +28,8 @@ MIN_PERIODS = 3.0
 BYTE_FLOOR = float(256 << 10)
 """Bytes under which a job's I/O is too little for its rhythm to matter (256 KiB: console output, a config file)."""
 IO_BOUND = 0.9
+COUNTERS_OVERLAP = 1.05
+"""Counters' I/O time above this share of the run overlaps itself (threads, shared records): not a share of the run."""
 """alpha_io at and above which a job is I/O-bound rather than periodic."""
 
 CODES = NOT_PERIODIC_CODES
@@ -80,7 +82,7 @@ def _io_bound(alpha_io: float, counters_share: float | None) -> tuple[str, str] 
     """The io_bound gate on its two measures, and the sentence naming the one that decided; None when it passes."""
     if alpha_io >= IO_BOUND:
         return "io_bound", f"does I/O {alpha_io:.0%} of its run by its timeline: I/O-bound, no compute between its I/O"
-    if counters_share is not None and counters_share >= IO_BOUND:
+    if counters_share is not None and IO_BOUND <= counters_share <= COUNTERS_OVERLAP:
         return "io_bound", (
             f"does I/O {counters_share:.0%} of its run by its counters (its slowest process's read, write, "
             f"metadata and sync time; {alpha_io:.0%} by its timeline): I/O-bound, no compute between its I/O"
@@ -96,7 +98,9 @@ def counters_io_bound(
     The timeline's alpha_io misses what DXT does not trace (open, close, sync calls); the counters'
     slowest-process I/O time over the run (``counters_share``) holds them. A verdict that got past the
     ``io_bound`` gate (periodic, or a later gate failed) becomes ``io_bound`` when that share reaches
-    :data:`IO_BOUND`; earlier verdicts (``no_io``, ``few_bytes``, ``io_bound``) stay.
+    :data:`IO_BOUND`; earlier verdicts (``no_io``, ``few_bytes``, ``io_bound``) stay. A share past
+    :data:`COUNTERS_OVERLAP` counts time that overlaps itself (concurrent calls, a shared record's
+    ranks summed): it measures no share of the run and decides nothing.
     """
     if reason is not None and CODES.index(reason) <= CODES.index("io_bound"):
         return reason, text

@@ -268,3 +268,10 @@ def test_real_jobs_without_syncs_do_not_move(case):
     jobs = [read_darshan(log) for log in case.logs]
     assert all(job.syncs is None or job.syncs.is_empty() for job in jobs)
     assert all(sync_requests(job).is_empty() for job in jobs if job.dxt)
+
+
+def test_counters_past_the_run_overlap_themselves_and_decide_nothing():
+    """darshan's dxt.darshan example: counters hold 7.6 times its run, DXT 3 %: the counters' share is no evidence."""
+    reason, text = counters_io_bound("irregular", "3 I/O phases", alpha_io=0.03, counters_share=7.64)
+    assert (reason, text) == ("irregular", "3 I/O phases")
+    assert counters_io_bound("irregular", "", alpha_io=0.03, counters_share=1.0)[0] == "io_bound"
