@@ -215,7 +215,9 @@ class WIterEstimator(Params):
         ``app``, ``user``, ``start`` and ``w_iter`` are required. Jobs with a
         null w_iter, a zero ``w_iter_confidence`` or a ``not_periodic`` code
         (thin evidence) are skipped; a null confidence counts as 1. A pair,
-        or an app, that has only such jobs is estimated 'none'. The model uses only what a submission tells:
+        or an app, that has only such jobs is estimated 'none', unless none
+        of them was analyzed (no w_iter, no confidence, no code: the pair is
+        then as if never seen). The model uses only what a submission tells:
         log10 ``nprocs`` and log10 ``requested_time`` when the history has
         them, and context from the other apps of the history: the mean log10
         w_iter and log10(``bytes_read`` + ``bytes_written``) over the user's
@@ -274,11 +276,12 @@ class WIterEstimator(Params):
         codes = history["not_periodic"].cast(pl.String) if "not_periodic" in history.columns else None
         coded = pl.Series(np.zeros(history.height, bool)) if codes is None else codes.is_not_null()
         marked = _thin_mask(thin, history.height)
+        rated = history["w_iter_confidence"].is_not_null() if "w_iter_confidence" in history.columns else coded
         frame = frame.with_columns(usable=pl.col("x").is_not_null() & (pl.col("c") > 0) & ~coded)
-        frame = frame.with_columns(firm=pl.col("usable") & ~marked)
+        frame = frame.with_columns(firm=pl.col("usable") & ~marked, analyzed=pl.col("x").is_not_null() | coded | rated)
         self.thin_pairs_ = _thin_keys(frame, ["app", "user"])
         self.thin_apps_ = _thin_keys(frame, ["app"])
-        usable = frame.filter("usable").drop("usable", "firm").sort("start", maintain_order=True)
+        usable = frame.filter("usable").drop("usable", "firm", "analyzed").sort("start", maintain_order=True)
         if usable.height == 0:
             raise InputError(
                 "history: no job with a w_iter, w_iter_confidence > 0 and no not_periodic code; nothing to learn from"
@@ -554,9 +557,13 @@ def _thin_mask(thin, n: int) -> pl.Series:
 
 
 def _thin_keys(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """The groups of ``keys`` (nulls left out) none of whose jobs is ``firm``, sorted."""
-    groups = frame.drop_nulls(keys).group_by(keys).agg(pl.col("firm").any())
-    return groups.filter(~pl.col("firm")).select(keys).sort(keys)
+    """The groups of ``keys`` (nulls left out) with an ``analyzed`` job and no ``firm`` one, sorted.
+
+    A job with no w_iter, no confidence and no ``not_periodic`` code (no trace analyzed: a
+    scheduler's post of its metadata) is no evidence either way.
+    """
+    groups = frame.drop_nulls(keys).group_by(keys).agg(pl.col("firm").any(), pl.col("analyzed").any())
+    return groups.filter(~pl.col("firm") & pl.col("analyzed")).select(keys).sort(keys)
 
 
 def _context_rows(keys: pl.DataFrame) -> pl.DataFrame:

@@ -11,7 +11,7 @@ from ._history import HISTORY_COLUMNS, WIterEstimator, query_fields
 from ._mappings import fit_mapping
 from ._params import Params
 from ._recommend import check_jobs, evidence, io_fractions, set_summary, with_recommendation
-from ._thin import thin_reasons
+from ._thin import thin_jobs, thin_reasons
 
 _UNSEEN = object()
 
@@ -36,7 +36,8 @@ class Recommender(Params):
         Jobs with no w_iter, a w_iter (measured or estimated) less confident than this,
         or a ``not_periodic`` code go to the conservative set, or to the lower-priority
         set their w_iter gives, never to a set of higher priority; an (app, user) pair or
-        an app the history holds only such jobs of (thin evidence) does too.
+        an app the history holds only such jobs of (thin evidence; a null confidence counts
+        as 1 there, as the estimator reads it) does too.
     conservative_set : int, default=None
         Their set; by default one set below the lowest-priority set of the history's
         confidently mapped jobs.
@@ -144,7 +145,7 @@ class Recommender(Params):
         recommended = with_recommendation(history, self.mapping_, **self._enforcement())
         self.sets_ = set_summary(recommended)
         estimator = WIterEstimator() if self.estimator is None else WIterEstimator(**self.estimator.get_params())
-        self.estimator_ = estimator.fit(history, thin=recommended["conservative"].to_numpy())
+        self.estimator_ = estimator.fit(history, thin=thin_jobs(history, min_confidence=self.min_confidence))
         self._why_thin = thin_reasons(
             history, min_confidence=self.min_confidence, pairs=estimator.thin_pairs_, apps=estimator.thin_apps_
         )

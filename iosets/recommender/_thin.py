@@ -1,8 +1,37 @@
 """Thin evidence in a job history: why a pair or an app known only from it gets the conservative set."""
 
+import numpy as np
 import polars as pl
 
 from ._recommend import not_periodic
+
+
+def thin_jobs(history: pl.DataFrame, *, min_confidence: float) -> np.ndarray:
+    """The jobs a recommender holds as thin evidence of the jobs to come, as booleans.
+
+    An analyzed job (with a w_iter, a ``w_iter_confidence`` or a ``not_periodic`` code)
+    that has no w_iter, a code, or a confidence below ``min_confidence``. A null confidence
+    counts as 1, as :class:`WIterEstimator` reads it (a row posted with a w_iter and no
+    confidence is evidence); a job with none of the three (a scheduler's post of its
+    metadata, no trace analyzed) is no evidence either way.
+
+    Examples
+    --------
+    >>> jobs = pl.DataFrame({"w_iter": [2.0, None, 3.0, 4.0, None], "w_iter_confidence": [0.9, 0.0, 0.3, None, None]})
+    >>> thin_jobs(jobs, min_confidence=0.5).tolist()
+    [False, True, True, False, False]
+    """
+    has_w = history["w_iter"].is_not_null()
+    firm, analyzed = has_w, has_w
+    if "w_iter_confidence" in history.columns:
+        confidence = history["w_iter_confidence"].cast(pl.Float64)
+        firm &= confidence.fill_null(1.0) >= min_confidence
+        analyzed |= confidence.is_not_null()
+    codes = not_periodic(history)
+    if codes is not None:
+        firm &= codes.is_null()
+        analyzed |= codes.is_not_null()
+    return (analyzed & ~firm).to_numpy()
 
 
 def thin_reasons(
@@ -16,7 +45,8 @@ def thin_reasons(
         The jobs a recommender was fitted on (``app``, ``user``, ``w_iter``; optional
         ``w_iter_confidence`` and ``not_periodic``).
     min_confidence : float
-        The recommender's: a job whose w_iter is less confident is thin evidence.
+        The recommender's: a job whose w_iter is less confident is thin evidence
+        (:func:`thin_jobs`).
     pairs, apps : polars.DataFrame
         The (app, user) pairs (columns app, user) and apps (column app) whose jobs are all
         thin evidence (:attr:`WIterEstimator.thin_pairs_`, :attr:`WIterEstimator.thin_apps_`).
@@ -40,7 +70,7 @@ def thin_reasons(
     codes = not_periodic(history)
     code = pl.lit(None, pl.String) if codes is None else pl.lit(codes)
     if "w_iter_confidence" in history.columns:
-        confidence = pl.col("w_iter_confidence").cast(pl.Float64).fill_null(0.0)
+        confidence = pl.col("w_iter_confidence").cast(pl.Float64).fill_null(1.0)
     else:
         confidence = pl.lit(1.0)
     reason = (
@@ -53,6 +83,7 @@ def thin_reasons(
         .otherwise(pl.lit(f"confidence below {min_confidence:g}"))
     )
     rows = history.select(pl.col("app").cast(pl.String), pl.col("user").cast(pl.String), reason=reason)
+    rows = rows.filter(pl.Series(thin_jobs(history, min_confidence=min_confidence)))  # not the unanalyzed ones
     texts: dict[tuple[str, str | None], str] = {}
     for keys, wanted in ((["app", "user"], pairs), (["app"], apps)):
         counts = rows.join(wanted.select(keys), on=keys, how="semi").group_by(*keys, "reason").len()

@@ -69,6 +69,8 @@ MADE = [
     # a periodic app of users 2 and 5, so that the user of doubtful is not the only other one
     *[("steady", "5", 300.0, 0.99, None)] * 2,
     ("steady", "2", 250.0, 0.97, None),
+    # user 6's run of steady was posted by a scheduler, never analyzed (no w_iter, confidence or code): no evidence
+    ("steady", "6", None, None, None),
 ]
 
 
@@ -86,14 +88,24 @@ def fitted(history):
         return Recommender(min_confidence=MIN_CONFIDENCE).fit(history)
 
 
+def _analyzed(history: pl.DataFrame) -> pl.Series:
+    """The jobs with a w_iter, a confidence or a not_periodic code (user 6's steady run has none)."""
+    return (
+        history["w_iter"].is_not_null()
+        | history["w_iter_confidence"].is_not_null()
+        | history["not_periodic"].is_not_null()
+    )
+
+
 def _thin_rows(history: pl.DataFrame) -> pl.Series:
-    """Each job's thin evidence, computed here: no w_iter, a confidence below MIN_CONFIDENCE, or a code."""
-    confidence = history["w_iter_confidence"].fill_null(0.0)
-    return history["w_iter"].is_null() | (confidence < MIN_CONFIDENCE) | history["not_periodic"].is_not_null()
+    """Each job's thin evidence, computed here: analyzed, and no w_iter, a confidence below MIN_CONFIDENCE or a code."""
+    confidence = history["w_iter_confidence"].fill_null(1.0)
+    thin = history["w_iter"].is_null() | (confidence < MIN_CONFIDENCE) | history["not_periodic"].is_not_null()
+    return thin & _analyzed(history)
 
 
 def _thin_keys(history: pl.DataFrame, keys: list[str]) -> set:
-    frame = history.with_columns(thin=_thin_rows(history))
+    frame = history.filter(_analyzed(history)).with_columns(thin=_thin_rows(history.filter(_analyzed(history))))
     thin = frame.group_by(keys).agg(pl.col("thin").all()).filter("thin")
     return set(thin.select(keys).iter_rows())
 
@@ -151,6 +163,14 @@ def test_mixed_apps_answer_each_user_from_its_own_evidence(fitted):
     )
 
 
+def test_a_run_never_analyzed_is_no_evidence(fitted):
+    """User 6's only run of steady has nothing analyzed: the user is answered from the app's runs, as a new user."""
+    got, new = fitted.predict_one(app="steady", user="6"), fitted.predict_one(app="steady", user="8")
+    assert (got["set"], got["conservative"], got["estimate_source"]) == (2, False, "history")
+    assert {k: v for k, v in got.items() if k != "user"} == {k: v for k, v in new.items() if k != "user"}
+    assert got["explanation"] == "EWMA of the past jobs of steady"
+
+
 def test_a_user_known_only_on_thin_evidence_gives_the_model_no_context(history, fitted):
     """User 4 ran only doubtful: a new app of user 4 is not estimated from it (the user level)."""
     unseen = fitted.predict_one(app="zz_new", user="4")
@@ -184,7 +204,7 @@ def test_the_history_keeps_its_own_sets(history, fitted):
     """predict on the history itself: thin jobs in the conservative set, the mapping unchanged by the gate."""
     recommended = fitted.predict(history)
     thin = _thin_rows(history)
-    assert (recommended["conservative"] == thin).all()
+    assert (recommended["conservative"] == (thin | ~_analyzed(history))).all()  # a job without w_iter: conservative
     assert (recommended.filter(thin)["set"] == fitted.mapping_.conservative_set).all()
     assert thin.sum() == 1 + 1 + 1 + 4 + 3  # iobound_writer, ior's few_bytes, mixed_a's, mixed_b's, doubtful's
 
@@ -218,7 +238,7 @@ def test_exports_answer_every_pair_as_predict_one(history, fitted, tmp_path):
     submit = _job_submit(lua_path)
 
     pairs = sorted(set(history.select("app", "user").iter_rows()))
-    assert len(pairs) == sum(len(apps) for apps in doc["users"].values()) == 16
+    assert len(pairs) == sum(len(apps) for apps in doc["users"].values()) == 17
     for app, user in pairs:
         answer = fitted.predict_one(app=app, user=user)
         want = (answer["set"], answer["priority"], answer["conservative"])
