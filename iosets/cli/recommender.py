@@ -55,9 +55,8 @@ RANKING_COLUMNS = (
 SOURCES = {
     "history": "EWMA of the app's past jobs",
     "model": "model of job metadata (no history for this app)",
-    "none": "no estimate: conservative set",
 }
-"""What each ``estimate_source`` of ``recommend_new_job`` means."""
+"""What the estimate sources ``history`` and ``model`` of ``recommend_new_job`` mean (``none`` has its explanation)."""
 
 
 def set_table(summary: pl.DataFrame, *, title: str) -> RenderableType:
@@ -186,10 +185,11 @@ def _recommend_new_job(
         return
     w_iter = "unknown" if got["w_iter"] is None else f"{got['w_iter']:.4g} s"
     echo(f"job: {', '.join(f'{key}={value}' for key, value in fields.items())}", stderr=False)
-    echo(
-        f"w_iter: {w_iter} (confidence {got['w_iter_confidence']:.2f}, from the {SOURCES[got['estimate_source']]})",
-        stderr=False,
-    )
+    if got["estimate_source"] == "none":
+        echo(f"w_iter: {w_iter} ({got['explanation']})", stderr=False)
+    else:
+        origin = f"confidence {got['w_iter_confidence']:.2f}, from the {SOURCES[got['estimate_source']]}"
+        echo(f"w_iter: {w_iter} ({origin})", stderr=False)
     echo(
         f"set {got['set']}{' (conservative)' if got['conservative'] else ''}, priority {got['priority']:.3g}, "
         f"WFQ weight {got['wfq_weight']} B per round, RBFQ weight {got['rbfq_weight']:.4g}, "

@@ -9,6 +9,13 @@ Sources, tried in order for each query job:
    known at submit time, for apps with no usable history.
 3. ``'none'``: no estimate; the caller maps the job to the conservative set.
 
+Thin evidence buys no estimate: a past job without a w_iter, with a zero
+``w_iter_confidence`` or with a ``not_periodic`` code is not used, and a pair
+(or an app) the history holds only such jobs of, or jobs the caller calls thin
+(a recommender's below its ``min_confidence``), gets no estimate ('none'):
+neither the app's EWMA nor the model's, since the most specific evidence the
+history has of it says it has no rhythm to rely on.
+
 A source is used only if its confidence reaches ``min_confidence``. Both
 confidences estimate the same thing: the probability that the job's w_iter
 lies within half a decade of the estimate, i.e. that SET-10 puts it in the
@@ -167,6 +174,10 @@ class WIterEstimator(Params):
     ----------
     pair_stats_, app_stats_ : polars.DataFrame
         Per (app, user) and per app: ``n`` usable jobs, ``m`` EWMA of log10 w_iter, ``conf``.
+    thin_pairs_, thin_apps_ : polars.DataFrame
+        The (app, user) pairs (columns app, user) and apps (column app) whose past jobs
+        are all thin evidence (skipped, or called thin at ``fit``): their estimate is
+        'none', and they give the model no context.
     model_ : HistGradientBoostingRegressor or None
         None when the history has fewer than 5 apps or ``use_model`` is False.
     model_features_ : list of str
@@ -193,12 +204,20 @@ class WIterEstimator(Params):
         self.use_model = use_model
         self.random_state = random_state
 
-    def fit(self, history: pl.DataFrame) -> "WIterEstimator":
+    def fit(self, history: pl.DataFrame, *, thin=None) -> "WIterEstimator":
         """Learn from past jobs (jobs-table schema).
 
+        ``thin`` (booleans, one per job; default none) marks more jobs as thin
+        evidence, such as a recommender's below its ``min_confidence``: they still
+        count in the EWMAs by their confidence (a doubtful job that disagrees lowers
+        the confidence), but a pair or an app with no other job is estimated 'none'.
+
         ``app``, ``user``, ``start`` and ``w_iter`` are required. Jobs with a
-        null w_iter or a zero ``w_iter_confidence`` are skipped; a null
-        confidence counts as 1. The model uses only what a submission tells:
+        null w_iter, a zero ``w_iter_confidence`` or a ``not_periodic`` code
+        (thin evidence) are skipped; a null confidence counts as 1. A pair,
+        or an app, that has only such jobs is estimated 'none', unless none
+        of them was analyzed (no w_iter, no confidence, no code: the pair is
+        then as if never seen). The model uses only what a submission tells:
         log10 ``nprocs`` and log10 ``requested_time`` when the history has
         them, and context from the other apps of the history: the mean log10
         w_iter and log10(``bytes_read`` + ``bytes_written``) over the user's
@@ -254,20 +273,33 @@ class WIterEstimator(Params):
             frame = frame.with_columns(log_bytes=(total + 1.0).log10())
             self.user_bytes_ = frame.drop_nulls("log_bytes").group_by("app", "user").agg(v=pl.col("log_bytes").mean())
 
-        usable = frame.filter(pl.col("x").is_not_null() & (pl.col("c") > 0)).sort("start", maintain_order=True)
+        codes = history["not_periodic"].cast(pl.String) if "not_periodic" in history.columns else None
+        coded = pl.Series(np.zeros(history.height, bool)) if codes is None else codes.is_not_null()
+        marked = _thin_mask(thin, history.height)
+        rated = history["w_iter_confidence"].is_not_null() if "w_iter_confidence" in history.columns else coded
+        frame = frame.with_columns(usable=pl.col("x").is_not_null() & (pl.col("c") > 0) & ~coded)
+        frame = frame.with_columns(firm=pl.col("usable") & ~marked, analyzed=pl.col("x").is_not_null() | coded | rated)
+        self.thin_pairs_ = _thin_keys(frame, ["app", "user"])
+        self.thin_apps_ = _thin_keys(frame, ["app"])
+        usable = frame.filter("usable").drop("usable", "firm", "analyzed").sort("start", maintain_order=True)
         if usable.height == 0:
-            raise InputError("history: no job with a w_iter and w_iter_confidence > 0; nothing to learn from")
+            raise InputError(
+                "history: no job with a w_iter, w_iter_confidence > 0 and no not_periodic code; nothing to learn from"
+            )
         self.n_history_ = usable.height
         self.pair_stats_ = _ewma(usable, ["app", "user"], float(self.halflife))
         self.app_stats_ = _ewma(usable, ["app"], float(self.halflife))
+        # the model's context: the user's other pairs and the code name's other apps, thin ones left out
+        self._context_pairs = self.pair_stats_.join(self.thin_pairs_, on=["app", "user"], how="anti")
+        self._context_apps = self.app_stats_.join(self.thin_apps_, on="app", how="anti")
         self._fit_model(usable)
         self._fit_one()
         return self
 
     def _context(self, rows: pl.DataFrame) -> pl.DataFrame:
         """Leave-own-app-out context features of ``rows`` (columns app, user, token)."""
-        pairs = self.pair_stats_.select("app", "user", v=pl.col("m"))
-        apps = self.app_stats_.select("app", token=_token(pl.col("app")), v=pl.col("m"))
+        pairs = self._context_pairs.select("app", "user", v=pl.col("m"))
+        apps = self._context_apps.select("app", token=_token(pl.col("app")), v=pl.col("m"))
         rows = _leave_one_out(rows, pairs, "user", ["app", "user"], "user_w")
         rows = _leave_one_out(rows, apps, "token", ["app"], "token_w")
         if self.has_bytes_:
@@ -363,6 +395,8 @@ class WIterEstimator(Params):
         # a null app or user never matches in the table path's joins: left out here too
         self._pairs = {(a, u): (n, m, c) for a, u, n, m, c in self.pair_stats_.drop_nulls(["app", "user"]).iter_rows()}
         self._apps = {a: (m, c) for a, _, m, c in self.app_stats_.drop_nulls("app").iter_rows()}
+        self._thin_pairs = set(self.thin_pairs_.iter_rows())
+        self._thin_apps = set(self.thin_apps_["app"].to_list())
         self._trees: FlatTrees | None = None
         # keys as the look-ups give them: an unknown user or code name is None (and finds nothing)
         self._pair_context: dict[tuple[str, str | None], tuple[float | None, float | None]] = {}
@@ -391,18 +425,20 @@ class WIterEstimator(Params):
         self._app_token_w = {a: w for a, _, w in token_w if a is not None}
         self._token_w = {t: w for a, t, w in token_w if a is None}
 
-    def _decide(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c):
+    def _decide(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin):
         """``(w_iter, confidence, source)`` arrays from the history's and the model's estimates of query rows.
 
-        The (app, user) pair's EWMA if it has ``min_jobs`` jobs, else the app's; if that
-        is missing or less confident than ``min_confidence``, the model's; else none.
+        None where ``thin`` (the history has the pair, or the app, only on thin evidence);
+        else the (app, user) pair's EWMA if it has ``min_jobs`` jobs, else the app's; if
+        that is missing or less confident than ``min_confidence``, the model's; else none.
         """
+        thin = np.asarray(thin, dtype=bool)
         use_pair = np.asarray(n_pair) >= self.min_jobs
         hist_m = np.asarray(np.where(use_pair, m_pair, m_app), dtype=np.float64)
         hist_c = np.asarray(np.where(use_pair, c_pair, c_app), dtype=np.float64)
         threshold = float(self.min_confidence)
-        by_history = ~np.isnan(hist_m) & (hist_c >= threshold)  # a NaN confidence is no history
-        by_model = ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
+        by_history = ~thin & ~np.isnan(hist_m) & (hist_c >= threshold)  # a NaN confidence is no history
+        by_model = ~thin & ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
         log_w = np.where(by_history, hist_m, np.where(by_model, model_m, np.nan))
         confidence = np.where(by_history, hist_c, np.where(by_model, model_c, 0.0))
         source = np.where(by_history, "history", np.where(by_model, "model", "none"))
@@ -437,7 +473,10 @@ class WIterEstimator(Params):
         rows = rows.with_row_index("_row")
         pair = self.pair_stats_.rename({"n": "n_pair", "m": "m_pair", "conf": "c_pair"})
         app = self.app_stats_.rename({"n": "n_app", "m": "m_app", "conf": "c_app"})
-        found = rows.join(pair, on=["app", "user"], how="left").join(app, on="app", how="left").sort("_row")
+        found = rows.join(pair, on=["app", "user"], how="left").join(app, on="app", how="left")
+        found = found.join(self.thin_pairs_.with_columns(_thin_pair=True), on=["app", "user"], how="left")
+        found = found.join(self.thin_apps_.with_columns(_thin_app=True), on="app", how="left").sort("_row")
+        thin = (found["_thin_pair"].fill_null(False) | found["_thin_app"].fill_null(False)).to_numpy()
         m_pair, c_pair, m_app, c_app = (
             found[name].cast(pl.Float64).to_numpy() for name in ("m_pair", "c_pair", "m_app", "c_app")
         )
@@ -453,7 +492,7 @@ class WIterEstimator(Params):
                 model_c[known] = [self.model_confidence_[lv] for lv in self._level(X[known])]
 
         n_pair = found["n_pair"].fill_null(0).to_numpy()
-        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c)
+        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin)
         return pl.DataFrame(
             {"w_iter": w, "w_iter_confidence": confidence, "estimate_source": source.astype(str)},
             schema={"w_iter": pl.Float64, "w_iter_confidence": pl.Float64, "estimate_source": pl.String},
@@ -475,13 +514,14 @@ class WIterEstimator(Params):
         """:meth:`estimate_one` of checked fields; ``user`` None stands for a user the history does not know."""
         n_pair, m_pair, c_pair = self._pairs.get((app, user), (0, np.nan, np.nan))
         m_app, c_app = self._apps.get(app, (np.nan, np.nan))
+        thin = (app, user) in self._thin_pairs or app in self._thin_apps
         model_m, model_c = np.nan, 0.0
-        if self._trees is not None:
+        if self._trees is not None and not thin:  # thin: not asked (its answer is none whatever the model says)
             x = self._query_features(app, user, nprocs, requested_time)
             if not np.isnan(x).all():
                 model_m = self._trees.predict_one(x)
                 model_c = self.model_confidence_[int(self._level(x[None, :])[0])]
-        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c)
+        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin)
         return {
             "w_iter": None if np.isnan(w) else float(w),
             "w_iter_confidence": float(confidence),
@@ -504,6 +544,26 @@ class WIterEstimator(Params):
     def _check_fitted(self) -> None:
         if not hasattr(self, "app_stats_"):
             raise InputError("WIterEstimator is not fitted: call fit(history) first")
+
+
+def _thin_mask(thin, n: int) -> pl.Series:
+    """``fit``'s ``thin`` as n booleans (all False for None); InputError if it is not n booleans."""
+    if thin is None:
+        return pl.Series(np.zeros(n, bool))
+    mask = np.asarray(thin)
+    if mask.dtype != bool or mask.shape != (n,):
+        raise InputError(f"thin: expected {n} booleans (one per job of the history), got {mask.dtype} {mask.shape}")
+    return pl.Series(mask)
+
+
+def _thin_keys(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The groups of ``keys`` (nulls left out) with an ``analyzed`` job and no ``firm`` one, sorted.
+
+    A job with no w_iter, no confidence and no ``not_periodic`` code (no trace analyzed: a
+    scheduler's post of its metadata) is no evidence either way.
+    """
+    groups = frame.drop_nulls(keys).group_by(keys).agg(pl.col("firm").any(), pl.col("analyzed").any())
+    return groups.filter(~pl.col("firm") & pl.col("analyzed")).select(keys).sort(keys)
 
 
 def _context_rows(keys: pl.DataFrame) -> pl.DataFrame:

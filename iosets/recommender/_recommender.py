@@ -11,6 +11,7 @@ from ._history import HISTORY_COLUMNS, WIterEstimator, query_fields
 from ._mappings import fit_mapping
 from ._params import Params
 from ._recommend import check_jobs, evidence, io_fractions, set_summary, with_recommendation
+from ._thin import thin_jobs, thin_reasons
 
 _UNSEEN = object()
 
@@ -34,7 +35,9 @@ class Recommender(Params):
     min_confidence : float, default=0.5
         Jobs with no w_iter, a w_iter (measured or estimated) less confident than this,
         or a ``not_periodic`` code go to the conservative set, or to the lower-priority
-        set their w_iter gives, never to a set of higher priority.
+        set their w_iter gives, never to a set of higher priority; an (app, user) pair or
+        an app the history holds only such jobs of (thin evidence; a null confidence counts
+        as 1 there, as the estimator reads it) does too.
     conservative_set : int, default=None
         Their set; by default one set below the lowest-priority set of the history's
         confidently mapped jobs.
@@ -63,7 +66,8 @@ class Recommender(Params):
     sets_ : polars.DataFrame
         The history's recommendation per set (:data:`iosets.schemas.SET_SUMMARY`).
     estimator_ : WIterEstimator
-        The estimator fitted on the history.
+        The estimator fitted on the history, told which jobs are thin evidence (it
+        estimates none for the pairs and apps it has only such jobs of).
     reservation_scale_ : float or None
         The factor (<= 1) that fitted the reservations of the history's sets (each the
         largest of its jobs') into ``bandwidth`` (None without one).
@@ -74,9 +78,10 @@ class Recommender(Params):
         set the history lacks, at the bandwidth its sets leave free.
     pairs_, apps_ : dict
         The answer of :meth:`predict_one` (without the query's fields) for an
-        ``(app, user)`` pair with enough jobs of its own, and for an app with a user it
-        has not seen, when the history decides it; None when the estimator's model
-        does (the answer then depends on nprocs and requested_time).
+        ``(app, user)`` pair with enough jobs of its own or only thin-evidence ones, and
+        for an app with a user it has not seen, when the history decides it (the
+        conservative set for thin evidence); None when the estimator's model does
+        (the answer then depends on nprocs and requested_time).
 
     Examples
     --------
@@ -140,7 +145,10 @@ class Recommender(Params):
         recommended = with_recommendation(history, self.mapping_, **self._enforcement())
         self.sets_ = set_summary(recommended)
         estimator = WIterEstimator() if self.estimator is None else WIterEstimator(**self.estimator.get_params())
-        self.estimator_ = estimator.fit(history)
+        self.estimator_ = estimator.fit(history, thin=thin_jobs(history, min_confidence=self.min_confidence))
+        self._why_thin = thin_reasons(
+            history, min_confidence=self.min_confidence, pairs=estimator.thin_pairs_, apps=estimator.thin_apps_
+        )
         self.reservation_scale_, self.reservation_by_app_, self._set_reservation = None, {}, {}
         self._spare: float | None = None
         if self.bandwidth is not None:
@@ -192,8 +200,13 @@ class Recommender(Params):
         -------
         dict
             The given fields, ``w_iter``, ``w_iter_confidence``, ``estimate_source``
-            ('history', 'model' or 'none': see :class:`WIterEstimator`) and the columns
-            of :data:`iosets.schemas.RECOMMENDATION`. Set, priority and weights are
+            ('history', 'model' or 'none': see :class:`WIterEstimator`), the columns
+            of :data:`iosets.schemas.RECOMMENDATION` and ``explanation``: where the answer
+            comes from, in words (``conservative set 4: no w_iter estimate (user 1001's
+            only run of app_x: io_bound)``). A pair, or an app, the history holds only on
+            thin evidence (no w_iter, a confidence below ``min_confidence`` or a
+            ``not_periodic`` code) gets the conservative set, whatever its other users'
+            or the user's other apps' jobs say. Set, priority and weights are
             those :meth:`predict` gives a job with that w_iter and confidence (an estimate
             below ``min_confidence``, or none, lands in the conservative set; weights
             relative to the lowest of its priority and the history's); the reservation is
@@ -219,26 +232,34 @@ class Recommender(Params):
         if found is not None:
             return found
         estimate = self.estimator_._estimate_query(app, user, nprocs, requested_time)
-        return self._answers([app], [estimate])[0]
+        return self._answers([(app, user)], [estimate])[0]
 
     def _enforcement(self) -> dict:
         names = ("bandwidth", "max_request", "safety", "limit")
         return {name: getattr(self, name) for name in names}
 
     def _lookups(self) -> tuple[dict, dict]:
-        """``pairs_`` and ``apps_``: the estimator's table path on every known key, mapped."""
+        """``pairs_`` and ``apps_``: the estimator's table path on every known key, mapped.
+
+        A key the history holds only on thin evidence is decided (none: the conservative
+        set); another one only when the history's EWMA gives its estimate.
+        """
         estimator = self.estimator_
         pairs = estimator.pair_stats_.filter(pl.col("n") >= estimator.min_jobs).drop_nulls(["app", "user"])
-        apps = estimator.app_stats_.drop_nulls("app").select("app", user=pl.lit(None, pl.String))
-        queries = pl.concat([pairs.select("app", "user"), apps])
-        answers = self._answers(queries["app"].to_list(), estimator.estimate(queries).to_dicts())
-        decided = [a if a["estimate_source"] == "history" else None for a in answers]
-        keys, n = list(queries.iter_rows()), pairs.height
+        pairs = pl.concat([pairs.select("app", "user"), estimator.thin_pairs_])
+        apps = pl.concat([estimator.app_stats_.drop_nulls("app").select("app"), estimator.thin_apps_])
+        queries = pl.concat([pairs, apps.with_columns(user=pl.lit(None, pl.String))])
+        keys = list(queries.iter_rows())
+        answers = self._answers(keys, estimator.estimate(queries).to_dicts())
+        thin = set(estimator.thin_pairs_.iter_rows()) | {(app, None) for app in estimator.thin_apps_["app"]}
+        pairs_and_answers = zip(keys, answers, strict=True)
+        decided = [a if a["estimate_source"] == "history" or key in thin else None for key, a in pairs_and_answers]
+        n = pairs.height
         pairs_ = dict(zip(keys[:n], decided[:n], strict=True))
         return pairs_, {app: a for (app, _), a in zip(keys[n:], decided[n:], strict=True)}
 
-    def _answers(self, apps: list[str], estimates: list[dict]) -> list[dict]:
-        """Each job's answer (see :meth:`predict_one`) from its app and its w_iter estimate."""
+    def _answers(self, keys: list[tuple[str, str | None]], estimates: list[dict]) -> list[dict]:
+        """Each job's answer (see :meth:`predict_one`) from its (app, user) and its w_iter estimate."""
         w = np.array([np.nan if e["w_iter"] is None else e["w_iter"] for e in estimates], dtype=np.float64)
         confidence = np.array([e["w_iter_confidence"] for e in estimates], dtype=np.float64)
         sets, conservative = self.mapping_.classify(w, confidence)
@@ -258,9 +279,37 @@ class Recommender(Params):
                 "rbfq_reservation": self._reservation(app, s, no_reservation),
                 "rbfq_weight": terms[s][2],
                 "rbfq_limit": limit,
+                "explanation": self._explanation(app, user, e, s, c),
             }
-            for app, e, s, c in zip(apps, estimates, sets.tolist(), conservative.tolist(), strict=True)
+            for (app, user), e, s, c in zip(keys, estimates, sets.tolist(), conservative.tolist(), strict=True)
         ]
+
+    def _explanation(self, app: str, user: str | None, estimate: dict, set_: int, conservative: bool) -> str:
+        """Where an answer comes from, in words (see :meth:`predict_one`)."""
+        source = estimate["estimate_source"]
+        if source == "none":
+            origin = f"no w_iter estimate ({self._why_none(app, user)})"
+        elif source == "model":
+            origin = f"model of job metadata (no usable history of {app})"
+        elif (app, user) in self.estimator_._pairs and self.estimator_._pairs[app, user][0] >= self.estimator_.min_jobs:
+            origin = f"EWMA of user {user}'s past jobs of {app}"
+        else:
+            origin = f"EWMA of the past jobs of {app}"
+        if not conservative:
+            return origin
+        if source != "none":
+            origin += f", confidence {estimate['w_iter_confidence']:.2f} below {self.min_confidence:g}"
+        return f"conservative set {set_}: {origin}"
+
+    def _why_none(self, app: str, user: str | None) -> str:
+        """Why the estimator gave no estimate of the pair ``(app, user)`` (``user`` None: a user never seen)."""
+        reasons = self._why_thin.get((app, user)) or self._why_thin.get((app, None))
+        if reasons is not None:
+            return reasons
+        if app not in self.estimator_._apps:
+            tried = ", and the model gives none confident enough" if self.estimator_.model_ is not None else ""
+            return f"{app} is not in the history{tried}"
+        return f"no estimate of {app} reaches the estimator's min_confidence"
 
     def _reservation(self, app: str, set_: int, default: float | None) -> float | None:
         """The RBFQ reservation of a new job (see :meth:`predict_one`); ``default`` for an app without one."""
