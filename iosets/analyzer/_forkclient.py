@@ -14,6 +14,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 from ._forkserver import REPLY, REQUEST, recv_exactly
+from ._memory import worker_memory
 
 _SERVER_ENV = {
     "OPENBLAS_NUM_THREADS": "1",  # workers are processes: no BLAS thread pools to fork
@@ -42,6 +43,7 @@ class ForkServer:
     """One fork server process; requests are serialized, so threads may share it."""
 
     def __init__(self) -> None:
+        worker_memory()  # a bad IOSETS_WORKER_MEMORY_MB is refused here, in the caller, with its reason
         mine, theirs = socket.socketpair()
         self._sock = mine
         self._lock = threading.Lock()

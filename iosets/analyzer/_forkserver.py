@@ -10,8 +10,10 @@ to it over the Unix socket ``FD`` with fixed-size messages:
 
 A worker runs the tasks it receives, ``(function, argument)``, one at a time, and answers each
 with ``(ok, value or exception, retire)``; it exits after a task that left darshan-util in a
-state it does not trust. The server ignores Ctrl-C (its caller stops it) and, when its socket
-closes (the caller exited or was killed), kills its workers and exits; a worker dies with it.
+state it does not trust, or that ran out of memory: each worker's data memory is limited
+(:mod:`._memory`, ``RLIMIT_DATA``), so that a trace that slips past every check costs an error.
+The server ignores Ctrl-C (its caller stops it) and, when its socket closes (the caller exited
+or was killed), kills its workers and exits; a worker dies with it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import struct
 import sys
 from multiprocessing.connection import Connection
 
-from . import _stage
+from . import _memory, _stage
 
 REQUEST = struct.Struct("<cq")
 REPLY = struct.Struct(f"<qqq{_stage.STAGE_BYTES}s")  # pid, wait status, tasks started, last stage
@@ -52,13 +54,19 @@ def _die_with_parent() -> None:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _pickled_reply(ok: bool, value, retire: bool) -> bytes:
-    """The reply to a task, pickled; a value or exception that does not pickle becomes a RuntimeError."""
+def _pickled_reply(ok: bool, value, retire: bool) -> tuple[bytes, bool]:
+    """The reply to a task, pickled, and whether to retire.
+
+    A value or exception that does not pickle becomes a RuntimeError; one too large for the worker's memory
+    limit, a MemoryError that retires the worker.
+    """
     try:
-        return pickle.dumps((ok, value, retire))
+        return pickle.dumps((ok, value, retire)), retire
+    except MemoryError:
+        return pickle.dumps((False, MemoryError(_memory.out_of_memory()), True)), True
     except Exception as exc:  # noqa: BLE001 - any pickling failure
-        what = f"{type(value).__name__}: {value}" if not ok else f"its result does not pickle ({exc})"
-        return pickle.dumps((False, RuntimeError(what), retire))
+        what = f"{type(value).__name__}: {value}" if not ok else f"its result does not pickle ({exc!r})"
+        return pickle.dumps((False, RuntimeError(what), retire)), retire
 
 
 def serve(conn: Connection) -> None:
@@ -74,24 +82,28 @@ def serve(conn: Connection) -> None:
             if folder != os.getcwd():  # the caller's current folder, so that relative paths name what it meant
                 os.chdir(folder)
             ok, value = True, fn(arg)
+        except MemoryError:  # past the worker's limit: what it holds may be half-built, it retires
+            ok, value = False, MemoryError(_memory.out_of_memory())
+            _stage.mark_unsafe()
         except Exception as exc:  # noqa: BLE001 - handed back to the caller, who raises it
             ok, value = False, exc
         _stage.note_stage(_stage.IDLE)
-        retire = _stage.is_unsafe()
-        conn.send_bytes(_pickled_reply(ok, value, retire))
+        reply, retire = _pickled_reply(ok, value, _stage.is_unsafe())
+        conn.send_bytes(reply)
         if retire:
             return
 
 
-def _worker(sock: socket.socket, board, threads: int) -> None:
-    """The body of a forked worker."""
+def _worker(sock: socket.socket, board, threads: int, memory: int) -> None:
+    """The body of a forked worker (``memory``: its data memory limit, bytes)."""
     _die_with_parent()
+    _memory.limit_memory(memory)
     os.environ["POLARS_MAX_THREADS"] = str(threads)  # read when Polars first starts its thread pool
     _stage.attach(board)
     serve(Connection(sock.detach()))
 
 
-def _fork(ctl: socket.socket, boards: dict, threads: int) -> tuple[int, int]:
+def _fork(ctl: socket.socket, boards: dict, threads: int, memory: int) -> tuple[int, int]:
     """Fork a worker; returns its pid and the caller's end of its socket."""
     mine, theirs = socket.socketpair()
     board = _stage.new_board()
@@ -103,7 +115,7 @@ def _fork(ctl: socket.socket, boards: dict, threads: int) -> tuple[int, int]:
             mine.close()
             for other in boards.values():
                 other.close()
-            _worker(theirs, board, threads)
+            _worker(theirs, board, threads, memory)
         except BaseException:  # noqa: BLE001 - a worker never returns into the server's loop
             code = 1
         finally:
@@ -128,6 +140,7 @@ def main(fd: int) -> int:
     _preload()
     ctl = socket.socket(fileno=fd)
     boards: dict = {}
+    memory = _memory.worker_memory()
     try:
         while True:
             request = recv_exactly(ctl, REQUEST.size)
@@ -135,7 +148,7 @@ def main(fd: int) -> int:
                 return 0
             command, arg = REQUEST.unpack(request)
             if command == b"S":
-                pid, conn_fd = _fork(ctl, boards, int(arg))
+                pid, conn_fd = _fork(ctl, boards, int(arg), memory)
                 socket.send_fds(ctl, [REPLY.pack(pid, 0, 0, b"")], [conn_fd])
                 os.close(conn_fd)
             else:

@@ -184,7 +184,8 @@ _shared_lock = threading.Lock()
 def run_isolated(fn: Callable[[Any], Any], arg: Any, *, name: str, timeout: float = DEFAULT_TIMEOUT) -> Any:
     """``fn(arg)`` in this process's own worker (kept for the next call); its exception is raised here.
 
-    A crash or an overrun raises InputError ``"{name}: darshan-util crashed: ..."``.
+    A crash or an overrun raises InputError ``"{name}: darshan-util crashed: ..."``, and so does a task
+    that passed the worker's memory limit (:mod:`._memory`).
     """
     global _shared
     with _shared_lock:
@@ -193,6 +194,8 @@ def run_isolated(fn: Callable[[Any], Any], arg: Any, *, name: str, timeout: floa
         [(_, reply)] = list(_shared.run([(fn, arg)], timeout=timeout))
     if reply.died is not None:
         raise InputError(f"{name}: {reply.died}")
+    if isinstance(reply.error, MemoryError):
+        raise InputError(f"{name}: {reply.error}")
     if reply.error is not None:
         raise reply.error
     return reply.value

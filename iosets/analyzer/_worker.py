@@ -17,6 +17,7 @@ import polars as pl
 from ..errors import InputError
 from ..schemas import JOBS
 from ._ingest import DarshanJob, ModuleTotals, ingest, read_darshan, sniff_format
+from ._memory import out_of_memory
 from ._periodicity import Periodicity, periodicity
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._rhythm import Timeline, job_rhythm, log_timeline
@@ -178,7 +179,10 @@ def analyze_path(
 
 def error_row(path: str, exc: BaseException) -> dict:
     """The error row of a trace that failed: an InputError's message, or any other exception's type and message."""
-    reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError):  # its message names the worker's limit (:mod:`._forkserver`)
+        reason = f"{path}: {exc}"
+    else:
+        reason = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
     return {"path": path, "reason": reason}
 
 
@@ -186,6 +190,8 @@ def analyze_outcome(path: str, timeout: float = DEFAULT_TIMEOUT, min_confidence:
     """:func:`analyze_path`, with any failure turned into an error row: a bad trace never stops a batch."""
     try:
         return analyze_path(path, timeout=timeout, min_confidence=min_confidence), None
+    except MemoryError:  # past the worker's limit (:mod:`._memory`); what it allocated is let go
+        return [], {"path": path, "reason": f"{path}: {out_of_memory()}"}
     except Exception as exc:  # noqa: BLE001 - any failure of one trace is reported, not raised
         return [], error_row(path, exc)
 
