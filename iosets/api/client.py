@@ -118,8 +118,18 @@ def post_job(row: dict, *, connection: Connection | None = None) -> dict:
     return json.loads(_send(request, conn.post_timeout)[1])
 
 
-def post_log(path: str | Path, *, job_id: str | None = None, connection: Connection | None = None) -> dict:
-    """``POST /v1/jobs`` with a Darshan log (multipart field ``log``, optional ``job_id``); the stored row."""
+def post_log(
+    path: str | Path,
+    *,
+    job_id: str | None = None,
+    connection: Connection | None = None,
+    data: bytes | bytearray | None = None,
+) -> dict:
+    """``POST /v1/jobs`` with a Darshan log (multipart field ``log``, optional ``job_id``); the stored row.
+
+    ``data`` is the log's bytes when the caller has read them already (the Slurm epilog reads
+    them as the job's user); else the file at ``path`` is read.
+    """
     conn = connection or Connection.from_environment()
     boundary = uuid.uuid4().hex
     name = "".join("_" if c in '"\r\n' else c for c in Path(path).name)  # a name cannot break out of its header
@@ -130,9 +140,10 @@ def post_log(path: str | Path, *, job_id: str | None = None, connection: Connect
         f'--{boundary}\r\nContent-Disposition: form-data; name="log"; filename="{name}"\r\n'
         "Content-Type: application/octet-stream\r\n\r\n".encode()
     )
-    data = b"".join([*parts, Path(path).read_bytes(), f"\r\n--{boundary}--\r\n".encode()])
+    log = Path(path).read_bytes() if data is None else data
+    body = b"".join([*parts, log, f"\r\n--{boundary}--\r\n".encode()])
     headers = {**_headers(conn), "Content-Type": f"multipart/form-data; boundary={boundary}"}
-    request = urllib.request.Request(f"{conn.url.rstrip('/')}/v1/jobs", data=data, headers=headers, method="POST")
+    request = urllib.request.Request(f"{conn.url.rstrip('/')}/v1/jobs", data=body, headers=headers, method="POST")
     return json.loads(_send(request, conn.post_timeout)[1])
 
 

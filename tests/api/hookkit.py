@@ -1,9 +1,14 @@
 """Helpers shared by the hook tests: learned jobs, a fake ``scontrol``, a stub HTTP service, hook file paths."""
 
 import json
+import os
+import shutil
 import socket
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
@@ -30,6 +35,26 @@ def learned_jobs(app: str, user: str, n: int = 20, *, first: int = 0) -> list[di
         }
         for k in range(n)
     ]
+
+
+@contextmanager
+def open_folder() -> Iterator[Path]:
+    """A temporary folder every user may enter (pytest's are root's only): the epilog reads as the job's user."""
+    folder = Path(tempfile.mkdtemp(prefix="iosets-hooks-"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+def give(path: Path, uid: int, mode: int | None = None) -> Path:
+    """``path`` owned by ``uid`` (its group too; a link itself, not its target), with ``mode`` when given."""
+    if os.geteuid() == 0:
+        os.lchown(path, uid, uid)
+    if mode is not None:
+        path.chmod(mode)
+    return path
 
 
 def closed_port() -> int:

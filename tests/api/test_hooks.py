@@ -3,6 +3,7 @@
 import calendar
 import importlib.util
 import json
+import os
 import runpy
 import shutil
 import subprocess
@@ -17,10 +18,22 @@ from lupa import lua51, lua54
 import iosets.api
 from iosets.api import client
 
-from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, StubService, closed_port, fake_scontrol, learned_jobs, scontrol_calls
+from .hookkit import (
+    CLIENT,
+    HOOKS,
+    SLURM_HOOKS,
+    StubService,
+    closed_port,
+    fake_scontrol,
+    give,
+    learned_jobs,
+    open_folder,
+    scontrol_calls,
+)
 
 DARSHAN_LOG = Path(__file__).parents[1] / "data" / "darshan" / "jlbez_IO_test5.darshan"
 LUA_COMMENT = "keep iosets set=4 priority=0.0001 source=lua:default conservative"
+LOG_UID = 1001 if os.geteuid() == 0 else os.geteuid()  # the epilog reads a log only as (and if owned by) its user
 
 
 def load_module(path: Path, name: str):
@@ -43,7 +56,7 @@ def job_env(fake: dict, url: str, token: str | None = None, **slurm) -> dict:
     The client waits up to 30 s: a live service's first answer may wait for a refit.
     """
     env = {**fake, "IOSETS_URL": url, "IOSETS_TIMEOUT": "30", "TZ": "UTC", "SLURM_JOB_ID": "77"}
-    env |= {"SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
+    env |= {"SLURM_JOB_UID": "1001", "SLURM_JOB_GID": "1001", "SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
     return env | ({"IOSETS_TOKEN": token} if token else {})
 
 
@@ -173,15 +186,30 @@ def test_epilog_posts_the_finished_job(learned, tmp_path):
     assert again.returncode == 0 and len(learned.get("/v1/jobs", app="A").json()["jobs"]) == 21
 
 
-def test_epilog_posts_the_darshan_log_of_the_pattern(learned, tmp_path):
-    logs = tmp_path / "logs" / "alice"
-    logs.mkdir(parents=True)
+@pytest.fixture
+def user_logs():
+    """A log folder of the job's user (``LOG_UID``), in a folder every user may enter; its parent."""
+    with open_folder() as folder:
+        (folder / "logs").mkdir()
+        give(folder / "logs", LOG_UID)
+        yield folder
+
+
+def log_env(fake: dict, server, **slurm) -> dict:
+    ids = {"SLURM_JOB_UID": str(LOG_UID), "SLURM_JOB_GID": str(LOG_UID)}
+    return job_env(fake, server.url, server.token, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="120", **ids, **slurm)
+
+
+def test_epilog_posts_the_darshan_log_of_the_pattern(learned, tmp_path, user_logs):
+    logs = user_logs / "logs" / "alice"
+    logs.mkdir()
+    give(logs, LOG_UID)
     name = "alice_ior_id88-4711_11-23-1234.darshan"
-    shutil.copy(DARSHAN_LOG, logs / name)
-    shutil.copy(DARSHAN_LOG, logs / "alice_ior_id880-1_11-23-1.darshan")  # job 880, not 88
+    give(Path(shutil.copy(DARSHAN_LOG, logs / name)), LOG_UID)
+    give(Path(shutil.copy(DARSHAN_LOG, logs / "alice_ior_id880-1_11-23-1.darshan")), LOG_UID)  # job 880, not 88
     fake = fake_scontrol(tmp_path / "bin")
-    env = job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="120")
-    env["IOSETS_DARSHAN_PATTERN"] = str(tmp_path / "logs" / "%u" / "*_id%j-*.darshan")
+    env = log_env(fake, learned)
+    env["IOSETS_DARSHAN_PATTERN"] = str(user_logs / "logs" / "%u" / "*_id%j-*.darshan")
     done = run_hook("epilog_slurmctld", env)
     assert (done.returncode, done.stderr) == (0, "")
     row = learned.get("/v1/jobs/88").json()
@@ -189,14 +217,15 @@ def test_epilog_posts_the_darshan_log_of_the_pattern(learned, tmp_path):
     assert scontrol_calls(fake) == []  # the log says it all
 
 
-def test_epilog_falls_back_to_the_row_when_the_log_is_refused(learned, tmp_path):
-    (tmp_path / "logs").mkdir()
-    (tmp_path / "logs" / "88.darshan").write_bytes(DARSHAN_LOG.read_bytes()[:1000])
+def test_epilog_falls_back_to_the_row_when_the_log_is_refused(learned, tmp_path, user_logs):
+    log = user_logs / "logs" / "88.darshan"
+    log.write_bytes(DARSHAN_LOG.read_bytes()[:1000])
+    give(log, LOG_UID)
     fake = fake_scontrol(tmp_path / "bin", start="2026-11-23T16:29:42", end="2026-11-23T16:29:52")
-    env = job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="120")
-    env["IOSETS_DARSHAN_PATTERN"] = str(tmp_path / "logs" / "%j.darshan")
+    env = log_env(fake, learned)
+    env["IOSETS_DARSHAN_PATTERN"] = str(user_logs / "logs" / "%j.darshan")
     done = run_hook("epilog_slurmctld", env)
-    assert done.returncode == 0 and done.stderr.startswith(f"iosets: job 88: log {tmp_path}/logs/88.darshan refused: ")
+    assert done.returncode == 0 and done.stderr.startswith(f"iosets: job 88: log {log} refused: HTTP 422: ")
     row = learned.get("/v1/jobs/88").json()
     assert (row["app"], row["runtime"], row["path"]) == ("A", 10.0, None)
 

@@ -10,6 +10,13 @@ comments) that fill in what the environment lacks: ``IOSETS_URL``, ``IOSETS_TOKE
 ``IOSETS_TIMEOUT``, ``IOSETS_DARSHAN_PATTERN``, ``SLURM_CONF``, ``PATH``... Both scripts
 exit 0 whatever happens (a failing PrologSlurmctld would requeue the job): trouble is
 one line on stderr.
+
+The epilog reads the job's Darshan log with ``job_log.py`` (beside this file): as the job's
+user (``SLURM_JOB_UID``, ``SLURM_JOB_GID``, ``SLURM_JOB_USER``) when it runs as root; no
+symbolic link below the pattern's fixed folder; a regular file owned by the job's user; at
+most ``IOSETS_LOG_MAX_MB`` (default 64) MB; within ``IOSETS_READ_TIMEOUT`` (default 5) s.
+A refused log is one line on stderr naming the check, never the file's bytes, and the job
+is posted without it (its row from ``scontrol show job``).
 """
 
 from __future__ import annotations
@@ -28,6 +35,10 @@ from types import ModuleType
 HERE = Path(__file__).resolve().parent
 CONFIG_NAME = "iosets.conf"
 SCONTROL_TIMEOUT = 5.0
+LOG_MAX_MB = 64.0
+"""Largest Darshan log the epilog reads (``IOSETS_LOG_MAX_MB``), MB."""
+READ_TIMEOUT = 5.0
+"""Seconds the epilog gives the log's reading in all (``IOSETS_READ_TIMEOUT``)."""
 TAG = re.compile(r"\s*\biosets set=\S+ priority=\S+ source=\S+( conservative)?")
 _FREE_TEXT = ("AdminComment=", "Comment=", "SystemComment=", "Command=", "WorkDir=", "StdErr=", "StdIn=", "StdOut=")
 
@@ -47,13 +58,18 @@ def load_client() -> ModuleType:
     """The iosets client: ``client.py`` beside this file, else the package's ``iosets/api/client.py``."""
     for path in (HERE / "client.py", HERE.parents[1] / "client.py"):
         if path.is_file():
-            spec = importlib.util.spec_from_file_location("iosets_client", path)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules["iosets_client"] = module  # its dataclass looks its module up by name
-            spec.loader.exec_module(module)
-            return module
+            return load_module(path, "iosets_client")
     raise FileNotFoundError(f"no client.py beside {HERE} nor in {HERE.parents[1]}")
+
+
+def load_module(path: Path, name: str) -> ModuleType:
+    """The module in file ``path``, registered as ``name`` (a dataclass looks its module up by name)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def show_job(job_id: str, env: Mapping[str, str]) -> dict[str, str]:
@@ -159,20 +175,63 @@ def darshan_logs(pattern: str, env: Mapping[str, str]) -> list[str]:
     return sorted(glob.glob(expanded))
 
 
+def read_log(env: Mapping[str, str]):
+    """The job's first Darshan log (``job_log.JobLog``), read as its user; None when none or refused.
+
+    A refusal is logged with its reason, never with the file's bytes.
+    """
+    pattern = env.get("IOSETS_DARSHAN_PATTERN")
+    if not pattern:
+        return None
+    job_log = load_module(HERE / "job_log.py", "iosets_job_log")
+    try:
+        uid = number(env.get("SLURM_JOB_UID"))
+        if uid is None:
+            raise ValueError(f"SLURM_JOB_UID={env.get('SLURM_JOB_UID')!r}: expected the job's numeric uid")
+        owner = job_log.Owner(uid, number(env.get("SLURM_JOB_GID")), env.get("SLURM_JOB_USER") or None)
+        return job_log.read_job_log(
+            lambda: darshan_logs(pattern, env),
+            base=job_log.fixed_folder(pattern),
+            owner=owner,
+            limit=int(positive(env, "IOSETS_LOG_MAX_MB", LOG_MAX_MB) * 2**20),
+            timeout=positive(env, "IOSETS_READ_TIMEOUT", READ_TIMEOUT),
+            label=pattern,
+        )
+    except ValueError as error:
+        log(f"job {env['SLURM_JOB_ID']}: log {pattern} not read: {error}")
+    except job_log.LogRefused as refused:
+        log(f"job {env['SLURM_JOB_ID']}: log {refused.path} refused: {refused.reason}")
+    return None
+
+
+def positive(env: Mapping[str, str], key: str, default: float) -> float:
+    """The finite number > 0 ``env[key]`` holds, ``default`` when unset; ValueError naming the key otherwise."""
+    text = env.get(key) or ""
+    if not text:
+        return default
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{key}={text!r}: expected a number > 0")
+    return value
+
+
 def epilog(environ: Mapping[str, str]) -> int:
-    """Post the finished job: its first Darshan log when IOSETS_DARSHAN_PATTERN matches one, else its row."""
+    """Post the finished job: its Darshan log when IOSETS_DARSHAN_PATTERN finds one it may read, else its row."""
     env = hook_environment(environ)
     client = load_client()
     connection = client.Connection.from_environment(env)
     job_id = env["SLURM_JOB_ID"]
-    logs = darshan_logs(env["IOSETS_DARSHAN_PATTERN"], env) if env.get("IOSETS_DARSHAN_PATTERN") else []
+    found = read_log(env)
     try:
-        if logs:
+        if found is not None:
             try:
-                client.post_log(logs[0], job_id=job_id, connection=connection)
+                client.post_log(found.path, data=found.data, job_id=job_id, connection=connection)
                 return 0
             except client.Refused as error:  # a log the analyzer cannot read: the row still tells the job ran
-                log(f"job {job_id}: log {logs[0]} refused: {error}")
+                log(f"job {job_id}: log {found.path} refused: {error}")
         client.post_job(finished_row(env, show_job(job_id, env)), connection=connection)
     except (client.Unreachable, client.Refused, OSError, ValueError) as error:
         log(f"job {job_id}: not posted: {error}")
