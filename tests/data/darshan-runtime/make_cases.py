@@ -33,22 +33,10 @@ from pathlib import Path
 
 import darshan
 
+from iosets.validate._darshan import exclusions_for
+
 HERE = Path(__file__).resolve().parent
 MIB = 1 << 20
-DEFAULT_EXCLUSIONS = (
-    "/etc/",
-    "/dev/",
-    "/usr/",
-    "/bin/",
-    "/boot/",
-    "/lib/",
-    "/opt/",
-    "/sbin/",
-    "/sys/",
-    "/proc/",
-    "/var/",
-)
-"""Darshan's default path exclusions (darshan-config.c); DARSHAN_EXCLUDE_DIRS keeps those not holding the scratch."""
 
 
 class Maker:
@@ -59,14 +47,12 @@ class Maker:
 
     def env(self, job_id: str, logs: Path) -> dict:
         """The environment of a traced process: Darshan preloaded, DXT on, the scratch folder instrumented."""
-        data = f"{self.scratch.resolve()}/"
-        kept = [p for p in DEFAULT_EXCLUSIONS if not data.startswith(p)]
         return {
             **os.environ,
             "LD_PRELOAD": str(self.prefix / "lib" / "libdarshan.so"),
             "DARSHAN_ENABLE_NONMPI": "1",
             "DXT_ENABLE_IO_TRACE": "1",
-            "DARSHAN_EXCLUDE_DIRS": ",".join(kept) or "none",
+            "DARSHAN_EXCLUDE_DIRS": exclusions_for(self.scratch),
             "DARSHAN_LOG_DIR": str(logs),
             "IOSETS_JOBID": job_id,
         }
