@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -14,14 +16,16 @@ from fastapi.responses import JSONResponse
 from .._version import __version__
 from ..errors import InputError
 from ._auth import TokenCache
+from ._logreaders import LogReaders
 from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
 from ._service import Conflict, Service
 from ._settings import Settings
-from ._uploads import TooLarge
+from ._uploads import JsonBodyLimit, TooLarge, remove_orphans
 
 SETTINGS_ENV = "IOSETS_SERVE_SETTINGS"
 """The settings (JSON) ``iosets serve`` hands to each uvicorn worker's :func:`app_from_environment`."""
+log = logging.getLogger("iosets.api")
 
 
 def _detail(status: int):
@@ -43,15 +47,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     The recommender is fitted, and kept fresh, from the app's start (lifespan) to its stop.
     """
-    service = Service(settings or Settings())
+    settings = settings or Settings()
+    service = Service(settings)
+    readers = LogReaders(settings.log_workers)
+    upload_dir = Path(settings.data_dir) / "uploads"
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        upload_dir.mkdir(parents=True, exist_ok=True)
+        for path in remove_orphans(upload_dir):
+            log.warning("iosets serve: removed %s, an upload left by a stopped process", path)
         service.start()
         try:
             yield
         finally:
             service.stop()
+            readers.close()
 
     app = FastAPI(
         title="iosets",
@@ -60,6 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.service = service
+    app.state.log_readers = readers
+    app.state.upload_dir = upload_dir
     app.state.tokens = TokenCache(service.store)
     for resource in (health, recommendations, jobs, report, policy):
         app.include_router(resource.router)
@@ -67,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(Conflict, _detail(409))
     app.add_exception_handler(TooLarge, _detail(413))
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_middleware(JsonBodyLimit, max_json=settings.max_json)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     return app
 

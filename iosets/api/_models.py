@@ -6,16 +6,40 @@ The job models are built from :data:`iosets.schemas.JOBS`, so the wire format fo
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from ..schemas import JOBS
 
 INT64_MAX = 2**63 - 1
 AGIOS_MAX_WEIGHT = 2**31 - 1  # iosets.recommender.AGIOS_MAX_WEIGHT, without importing the recommender
 _MAPPING = re.compile(r"gmm|set-(\d+(?:\.\d+)?)")
+NAME_MAX = 256
+"""Characters of a name: a job id, a user, an app (an executable's basename is at most 255 bytes)."""
+TEXT_MAX = 4096
+"""Characters of any other text field of a job (a path is at most 4095 bytes)."""
+_NAMES = ("job_id", "user", "app")
+
+
+def storable_text(value: str) -> str:
+    """``value`` if both stores keep it as sent: no NUL character and valid Unicode (UTF-8 encodable).
+
+    PostgreSQL's text refuses NUL and lone surrogates; SQLite would keep the first and refuse the second.
+    The same rule on both stores makes them answer the same (422).
+    """
+    if "\x00" in value:
+        raise ValueError(f"text holds a NUL character at {value.index(chr(0))}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"text is not valid Unicode (a lone surrogate at {exc.start})") from None
+    return value
+
+
+Text = Annotated[str, AfterValidator(storable_text)]
+"""A text field both stores keep as sent (see :func:`storable_text`)."""
 
 
 class PolicyParams(BaseModel):
@@ -73,13 +97,13 @@ class Query(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    app: str = Field(min_length=1, description="Application (executable basename or job name).")
-    user: str = Field(min_length=1, description="User (uid or name).")
+    app: Text = Field(min_length=1, max_length=NAME_MAX, description="Application (executable basename or job name).")
+    user: Text = Field(min_length=1, max_length=NAME_MAX, description="User (uid or name).")
     nprocs: int | None = Field(default=None, ge=1, le=INT64_MAX, description="Processes.")
     requested_time: float | None = Field(
         default=None, gt=0, le=1e12, allow_inf_nan=False, description="Time limit (s)."
     )
-    job_id: str | None = Field(default=None, description="The scheduler's job id, echoed.")
+    job_id: Text | None = Field(default=None, max_length=NAME_MAX, description="The scheduler's job id, echoed.")
 
 
 class Queries(BaseModel):
@@ -119,12 +143,16 @@ class Recommendations(BaseModel):
     recommendations: list[Recommendation]
 
 
-_WIRE_TYPES: dict[Any, type] = {pl.String: str, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
+_WIRE_TYPES: dict[Any, Any] = {pl.String: Text, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
 
 
-def _job_field(column, required: bool) -> tuple[Any, Any]:
+def _job_field(column, required: bool, *, incoming: bool = True) -> tuple[Any, Any]:
     kind = _WIRE_TYPES[column.dtype]
     limits: dict[str, Any] = {"description": column.doc}
+    if kind is Text and incoming:
+        limits["max_length"] = NAME_MAX if column.name in _NAMES else TEXT_MAX
+    elif kind is Text:
+        kind = str  # an answer holds what the store holds
     if kind is int:
         limits.update(ge=-INT64_MAX, le=INT64_MAX)
     if kind is float:
@@ -141,10 +169,15 @@ JobIn = create_model(  # type: ignore[call-overload]
     __doc__="A finished job: a jobs-table row (job_id, user and app required; values checked as the table's).",
     **{c.name: _job_field(c, c.name in _REQUIRED) for c in JOBS.columns},
 )
+LoggedJob = create_model(  # type: ignore[call-overload]
+    "LoggedJob",
+    __doc__="The jobs-table row of an uploaded Darshan log: its text checked as a posted row's.",
+    **{c.name: _job_field(c, False) for c in JOBS.columns},
+)
 Job = create_model(  # type: ignore[call-overload]
     "Job",
     __doc__="A stored job: its jobs-table row and when the service received it (s since the epoch).",
-    **{c.name: _job_field(c, False) if c.name != "job_id" else (str, ...) for c in JOBS.columns},
+    **{c.name: _job_field(c, False, incoming=False) if c.name != "job_id" else (str, ...) for c in JOBS.columns},
     received_at=(float, Field(description="When the service stored the job (s since the epoch).")),
 )
 
