@@ -11,11 +11,14 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.requests import ClientDisconnect
 
 from .._version import __version__
 from ..errors import InputError
+from ._accesslog import AccessLog
 from ._auth import TokenCache
+from ._jobids import JobIdWindow
 from ._logreaders import LogReaders
 from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
@@ -40,6 +43,13 @@ async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     items = [f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}" for error in exc.errors()]
     return JSONResponse({"detail": "; ".join(items)}, status_code=422)
+
+
+async def _client_left(request: Request, exc: Exception) -> Response:
+    """A client that disconnected mid-request: one line in the log, no traceback, nobody to answer."""
+    client = request.client.host if request.client else "a client"
+    log.warning("iosets serve: %s left during %s %s", client, request.method, request.url.path)
+    return Response(status_code=400)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -69,9 +79,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         description="Sets, priorities and bandwidth shares of jobs about to start, learned from every finished job.",
         lifespan=lifespan,
+        docs_url=None,  # Swagger UI and ReDoc load from a CDN: off (air-gapped sites); /openapi.json stays
+        redoc_url=None,
     )
     app.state.service = service
     app.state.log_readers = readers
+    app.state.job_ids = JobIdWindow(service.store, settings.job_id_window)
     app.state.upload_dir = upload_dir
     app.state.tokens = TokenCache(service.store)
     for resource in (health, recommendations, jobs, report, policy):
@@ -80,8 +93,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_exception_handler(Conflict, _detail(409))
     app.add_exception_handler(TooLarge, _detail(413))
     app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ClientDisconnect, _client_left)
     app.add_middleware(JsonBodyLimit, max_json=settings.max_json)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
+    app.add_middleware(AccessLog)
     return app
 
 

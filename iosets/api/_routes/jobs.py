@@ -57,6 +57,7 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
         row = _validated(LoggedJob, logged, where=UPLOAD_FIELD)
     else:
         row = _validated(JobIn, await read_body(request, settings.max_json, "max_json"), where="body")
+    request.app.state.job_ids.check(row.job_id)
     stored, created = await run_in_threadpool(service.add_job, row.model_dump())
     return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
 
