@@ -9,7 +9,16 @@ import re
 from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from ..schemas import JOBS
 
@@ -24,22 +33,23 @@ _NAMES = ("job_id", "user", "app")
 
 
 def storable_text(value: str) -> str:
-    """``value`` if both stores keep it as sent: no NUL character and valid Unicode (UTF-8 encodable).
+    """``value`` if both stores keep it as sent: no NUL character (PostgreSQL's text refuses it, SQLite keeps it).
 
-    PostgreSQL's text refuses NUL and lone surrogates; SQLite would keep the first and refuse the second.
-    The same rule on both stores makes them answer the same (422).
+    The other text PostgreSQL refuses, invalid Unicode (a lone surrogate), pydantic refuses first. The same
+    rule on both stores makes them answer the same (422).
     """
     if "\x00" in value:
         raise ValueError(f"text holds a NUL character at {value.index(chr(0))}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"text is not valid Unicode (a lone surrogate at {exc.start})") from None
     return value
 
 
-Text = Annotated[str, AfterValidator(storable_text)]
-"""A text field both stores keep as sent (see :func:`storable_text`)."""
+def bounded_text(max_length: int) -> Any:
+    """The type of a text field of at most ``max_length`` characters that both stores keep as sent."""
+    return Annotated[str, StringConstraints(max_length=max_length), AfterValidator(storable_text)]
+
+
+Name = bounded_text(NAME_MAX)
+"""A job id, a user or an app: at most :data:`NAME_MAX` characters, storable (:func:`storable_text`)."""
 
 
 class PolicyParams(BaseModel):
@@ -97,13 +107,13 @@ class Query(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    app: Text = Field(min_length=1, max_length=NAME_MAX, description="Application (executable basename or job name).")
-    user: Text = Field(min_length=1, max_length=NAME_MAX, description="User (uid or name).")
+    app: Name = Field(min_length=1, description="Application (executable basename or job name).")
+    user: Name = Field(min_length=1, description="User (uid or name).")
     nprocs: int | None = Field(default=None, ge=1, le=INT64_MAX, description="Processes.")
     requested_time: float | None = Field(
         default=None, gt=0, le=1e12, allow_inf_nan=False, description="Time limit (s)."
     )
-    job_id: Text | None = Field(default=None, max_length=NAME_MAX, description="The scheduler's job id, echoed.")
+    job_id: Name | None = Field(default=None, description="The scheduler's job id, echoed.")
 
 
 class Queries(BaseModel):
@@ -143,16 +153,14 @@ class Recommendations(BaseModel):
     recommendations: list[Recommendation]
 
 
-_WIRE_TYPES: dict[Any, Any] = {pl.String: Text, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
+_WIRE_TYPES: dict[Any, Any] = {pl.String: str, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
 
 
 def _job_field(column, required: bool, *, incoming: bool = True) -> tuple[Any, Any]:
     kind = _WIRE_TYPES[column.dtype]
     limits: dict[str, Any] = {"description": column.doc}
-    if kind is Text and incoming:
-        limits["max_length"] = NAME_MAX if column.name in _NAMES else TEXT_MAX
-    elif kind is Text:
-        kind = str  # an answer holds what the store holds
+    if kind is str and incoming:  # an answer holds what the store holds
+        kind = bounded_text(NAME_MAX if column.name in _NAMES else TEXT_MAX)
     if kind is int:
         limits.update(ge=-INT64_MAX, le=INT64_MAX)
     if kind is float:
