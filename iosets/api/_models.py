@@ -48,7 +48,7 @@ def bounded_text(max_length: int) -> Any:
     return Annotated[str, StringConstraints(max_length=max_length), AfterValidator(storable_text)]
 
 
-Name = bounded_text(NAME_MAX)
+Name = Annotated[str, StringConstraints(max_length=NAME_MAX), AfterValidator(storable_text)]
 """A job id, a user or an app: at most :data:`NAME_MAX` characters, storable (:func:`storable_text`)."""
 
 
