@@ -64,7 +64,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        upload_dir.mkdir(parents=True, exist_ok=True)
+        if not upload_dir.exists():
+            upload_dir.mkdir(parents=True, exist_ok=True)
+            upload_dir.chmod(0o700)  # users' logs, whatever the umask
         for path in remove_orphans(upload_dir):
             log.warning("iosets serve: removed %s, an upload left by a stopped process", path)
         service.start()

@@ -86,8 +86,12 @@ def test_sixty_slow_clients_are_cut_at_their_header_or_body_deadline(serve, tmp_
     body.sendall(b"\r\n")
     body.setblocking(False)
     assert server.get("/healthz").json() == {"status": "ok"}  # answered while the slow ones hold connections
-    _trickle_until_cut(headers, b"X")  # a header that never ends: one more byte every 0.1 s
-    _trickle_until_cut([body], b" ")  # a body that never ends
+    try:
+        _trickle_until_cut(headers, b"X")  # a header that never ends: one more byte every 0.1 s
+        _trickle_until_cut([body], b" ")  # a body that never ends
+    finally:
+        for sock in [*headers, body]:
+            sock.close()
     assert server.get("/healthz").status_code == 200
     log = server.log.read_text()
     assert log.count("no complete request header within 1 s") == 60
@@ -217,6 +221,7 @@ def test_store_files_are_private_whatever_the_umask(tmp_path):
     data = tmp_path / "data"
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     assert stat.S_IMODE((data / "iosets.db").stat().st_mode) == 0o600
+    assert stat.S_IMODE((data / "uploads").stat().st_mode) == 0o700
 
 
 def test_token_output_is_0600_and_never_overwritten(tmp_path):
