@@ -99,6 +99,10 @@ class Pool:
     def __exit__(self, *exc_info) -> None:
         self.close()
 
+    def pids(self) -> list[int]:
+        """The process ids of the workers (a worker replaced after a death has a new one)."""
+        return [slot.worker.pid for slot in self._slots]
+
     def run(self, tasks: Iterable[Task], *, timeout: float = DEFAULT_TIMEOUT) -> Iterator[tuple[int, Reply]]:
         """``(index, reply)`` of each task, in the order they end."""
         pending: deque = deque(enumerate(tasks))

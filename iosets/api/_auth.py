@@ -12,6 +12,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from ..errors import InputError
+from ._accesslog import TOKEN_ID
 from ._store import Store
 
 SCOPES = ("read", "write", "admin")
@@ -78,6 +79,7 @@ def require(scope: str) -> Callable[..., Coroutine[Any, Any, int]]:
         if found is None:
             raise _unauthorized("Authorization: unknown or revoked token")
         token_id, scopes = found
+        setattr(request.state, TOKEN_ID, token_id)  # the access log's token=ID
         if scope not in scopes and "admin" not in scopes:
             raise HTTPException(status_code=403, detail=f"Authorization: this token lacks the {scope!r} scope")
         return token_id

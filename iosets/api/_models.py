@@ -6,16 +6,50 @@ The job models are built from :data:`iosets.schemas.JOBS`, so the wire format fo
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import polars as pl
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    create_model,
+    field_validator,
+    model_validator,
+)
 
 from ..schemas import JOBS
 
 INT64_MAX = 2**63 - 1
 AGIOS_MAX_WEIGHT = 2**31 - 1  # iosets.recommender.AGIOS_MAX_WEIGHT, without importing the recommender
 _MAPPING = re.compile(r"gmm|set-(\d+(?:\.\d+)?)")
+NAME_MAX = 256
+"""Characters of a name: a job id, a user, an app (an executable's basename is at most 255 bytes)."""
+TEXT_MAX = 4096
+"""Characters of any other text field of a job (a path is at most 4095 bytes)."""
+_NAMES = ("job_id", "user", "app")
+
+
+def storable_text(value: str) -> str:
+    """``value`` if both stores keep it as sent: no NUL character (PostgreSQL's text refuses it, SQLite keeps it).
+
+    The other text PostgreSQL refuses, invalid Unicode (a lone surrogate), pydantic refuses first. The same
+    rule on both stores makes them answer the same (422).
+    """
+    if "\x00" in value:
+        raise ValueError(f"text holds a NUL character at {value.index(chr(0))}")
+    return value
+
+
+def bounded_text(max_length: int) -> Any:
+    """The type of a text field of at most ``max_length`` characters that both stores keep as sent."""
+    return Annotated[str, StringConstraints(max_length=max_length), AfterValidator(storable_text)]
+
+
+Name = Annotated[str, StringConstraints(max_length=NAME_MAX), AfterValidator(storable_text)]
+"""A job id, a user or an app: at most :data:`NAME_MAX` characters, storable (:func:`storable_text`)."""
 
 
 class PolicyParams(BaseModel):
@@ -73,13 +107,13 @@ class Query(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    app: str = Field(min_length=1, description="Application (executable basename or job name).")
-    user: str = Field(min_length=1, description="User (uid or name).")
+    app: Name = Field(min_length=1, description="Application (executable basename or job name).")
+    user: Name = Field(min_length=1, description="User (uid or name).")
     nprocs: int | None = Field(default=None, ge=1, le=INT64_MAX, description="Processes.")
     requested_time: float | None = Field(
         default=None, gt=0, le=1e12, allow_inf_nan=False, description="Time limit (s)."
     )
-    job_id: str | None = Field(default=None, description="The scheduler's job id, echoed.")
+    job_id: Name | None = Field(default=None, description="The scheduler's job id, echoed.")
 
 
 class Queries(BaseModel):
@@ -119,12 +153,14 @@ class Recommendations(BaseModel):
     recommendations: list[Recommendation]
 
 
-_WIRE_TYPES: dict[Any, type] = {pl.String: str, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
+_WIRE_TYPES: dict[Any, Any] = {pl.String: str, pl.Int64: int, pl.Float64: float, pl.Boolean: bool}
 
 
-def _job_field(column, required: bool) -> tuple[Any, Any]:
+def _job_field(column, required: bool, *, incoming: bool = True) -> tuple[Any, Any]:
     kind = _WIRE_TYPES[column.dtype]
     limits: dict[str, Any] = {"description": column.doc}
+    if kind is str and incoming:  # an answer holds what the store holds
+        kind = bounded_text(NAME_MAX if column.name in _NAMES else TEXT_MAX)
     if kind is int:
         limits.update(ge=-INT64_MAX, le=INT64_MAX)
     if kind is float:
@@ -141,10 +177,15 @@ JobIn = create_model(  # type: ignore[call-overload]
     __doc__="A finished job: a jobs-table row (job_id, user and app required; values checked as the table's).",
     **{c.name: _job_field(c, c.name in _REQUIRED) for c in JOBS.columns},
 )
+LoggedJob = create_model(  # type: ignore[call-overload]
+    "LoggedJob",
+    __doc__="The jobs-table row of an uploaded Darshan log: its text checked as a posted row's.",
+    **{c.name: _job_field(c, False) for c in JOBS.columns},
+)
 Job = create_model(  # type: ignore[call-overload]
     "Job",
     __doc__="A stored job: its jobs-table row and when the service received it (s since the epoch).",
-    **{c.name: _job_field(c, False) if c.name != "job_id" else (str, ...) for c in JOBS.columns},
+    **{c.name: _job_field(c, False, incoming=False) if c.name != "job_id" else (str, ...) for c in JOBS.columns},
     received_at=(float, Field(description="When the service stored the job (s since the epoch).")),
 )
 

@@ -15,7 +15,6 @@ import threading
 import time
 import warnings
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -195,19 +194,6 @@ class Service:
                 self._pending[stored["app"]] = self._generation
             self._wake.set()
         return stored, created
-
-    def add_log(self, path: Path, name: str, job_id: str | None = None) -> tuple[dict[str, Any], bool]:
-        """Analyse an uploaded Darshan log (darshan-util in a worker process) and store its row as ``name``'s."""
-        from ..analyzer import analyze_log
-
-        try:
-            row = analyze_log(path)
-        except InputError as exc:
-            raise InputError(str(exc).replace(str(path), name)) from None
-        row["path"] = name
-        if job_id:
-            row["job_id"] = job_id
-        return self.add_job(row)
 
     def app_summary(self, app: str) -> dict[str, Any] | None:
         """An app's jobs, users, dates, median w_iter and alpha_io, and its top user's answer; None if unknown."""

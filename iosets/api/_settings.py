@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,11 @@ from ..errors import InputError
 from ._models import PolicyParams
 
 DEFAULT_DATA_DIR = "iosets-data"
+MB = 1 << 20
+"""A megabyte as the sizes count it (MiB): ``max_upload = "256MB"`` is 256 x 2^20 bytes."""
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|KiB|MiB|GiB)?\s*", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": MB, "mib": MB, "gb": 1 << 30, "gib": 1 << 30}
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _SCHEMES = {"postgresql": "postgresql+psycopg", "postgresql+psycopg": "postgresql+psycopg", "sqlite": "sqlite"}
 
 
@@ -34,7 +41,13 @@ class Settings(BaseModel):
     database: str | None = None
     lua_out: str | None = None
     refit_interval: float = Field(default=300.0, gt=0, allow_inf_nan=False)
-    max_upload: int = Field(default=256 << 20, ge=1)
+    max_upload: int = Field(default=256 * MB, ge=1)  # bytes; "256MB" in iosets.toml and --max-upload
+    max_json: int = Field(default=1 * MB, ge=1)  # bytes of a JSON body (a job row, queries, a policy)
+    header_timeout: float = Field(default=10.0, gt=0, le=3600, allow_inf_nan=False)
+    body_timeout: float = Field(default=120.0, gt=0, le=86400, allow_inf_nan=False)
+    log_workers: int = Field(default=2, ge=1, le=64)
+    job_id_window: int = Field(default=1_000_000, ge=0)
+    behind_proxy: bool = False  # a TLS proxy is in front (no warning for a non-loopback host)
     write_rate: float = Field(default=50.0, gt=0, allow_inf_nan=False)
     workers: int = Field(default=1, ge=1, le=256)
     replay: str | None = None  # a trace replay (`iosets replay-trace -o PERJOB`) the report shows, companions beside it
@@ -48,6 +61,27 @@ class Settings(BaseModel):
                 f"expected postgresql://user@host:port/db (or sqlite:///path), got {value.split('://')[0]!r}"
             )
         return value
+
+    @field_validator("max_upload", "max_json", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        """A size in bytes, or a text with a unit: ``"256MB"``, ``"64 KiB"`` (MB = 2^20 bytes)."""
+        if not isinstance(value, str):
+            return value
+        match = _SIZE.fullmatch(value)
+        if match is None:
+            raise ValueError(f"expected bytes or a size such as '256MB' (B, KB, MB, GB), got {value!r}")
+        return int(float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()])
+
+    @property
+    def loopback(self) -> bool:
+        """Whether ``host`` is a loopback address (only this machine can connect)."""
+        if self.host in _LOOPBACK:
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
     @property
     def store_url(self) -> str:

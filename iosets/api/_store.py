@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -151,12 +152,34 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
+FOLDER_MODE = 0o700
+"""The mode of a SQLite store's folder made by the service (it holds the database and the uploads)."""
+DATABASE_MODE = 0o600
+"""The mode of a SQLite database file made by the service (SQLite gives its -wal and -shm files the same)."""
+
+
+def _private_database(database: str) -> None:
+    """Make ``database``'s folder (:data:`FOLDER_MODE`) and the empty file (:data:`DATABASE_MODE`) if missing,
+    whatever the umask; existing ones keep their modes (the site may have chosen them)."""
+    path = Path(database)
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(path.parent, FOLDER_MODE)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, DATABASE_MODE)
+    except FileExistsError:
+        return
+    os.fchmod(fd, DATABASE_MODE)
+    os.close(fd)
+
+
 def open_engine(url: str) -> sa.Engine:
-    """An engine for a ``sqlite:///`` or ``postgresql+psycopg://`` URL (SQLite: its folder made, WAL on)."""
+    """An engine for a ``sqlite:///`` or ``postgresql+psycopg://`` URL (SQLite: its folder and file made
+    private, WAL on)."""
     parsed = sa.engine.make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database:
-            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        if parsed.database and parsed.database != ":memory:":
+            _private_database(parsed.database)
         engine = sa.create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
         sa.event.listen(engine, "connect", _sqlite_pragmas)
         return engine
@@ -250,6 +273,18 @@ class Store:
             created = conn.execute(statement.returning(jobs.c.job_id)).first() is not None
             stored = conn.execute(sa.select(jobs).where(jobs.c.job_id == values["job_id"])).mappings().one()
         return dict(stored), created
+
+    def newest_job_number(self) -> int | None:
+        """The largest leading number of a stored job id (``1234_7``: 1234), None when no id starts with one."""
+        if self.is_sqlite:  # CAST reads the leading digits
+            number = sa.cast(jobs.c.job_id, sa.BigInteger)
+            numeric = jobs.c.job_id.op("GLOB")("[0-9]*")
+        else:
+            number = sa.cast(sa.func.substring(jobs.c.job_id, "^[0-9]{1,18}"), sa.BigInteger)
+            numeric = jobs.c.job_id.op("~")("^[0-9]")
+        with self.engine.connect() as conn:
+            found = conn.execute(sa.select(sa.func.max(number)).where(numeric)).scalar()
+        return None if found is None else int(found)
 
     def get_job(self, job_id: str) -> dict[str, Any] | None:
         """The stored row of ``job_id``, or None."""

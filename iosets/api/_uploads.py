@@ -1,20 +1,28 @@
-"""Request bodies read with a size limit: a JSON row, or a multipart Darshan log saved to a temporary file.
+"""Request bodies read with a size limit: a JSON body, or a multipart Darshan log saved to a temporary file.
 
-Reading stops as soon as the body passes the limit (413), whatever its declared length.
+Reading stops as soon as the body passes the limit (413), whatever its declared length. A multipart
+body is bounded by ``max_upload``; every other body by ``max_json`` (:class:`JsonBodyLimit`), and
+must be UTF-8 (else 422). Uploads are saved under ``DIR/uploads`` as
+``upload-PID-*.darshan``; :func:`remove_orphans` removes those of processes that are gone (a
+``kill -9`` mid-upload), at the service's start.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import tempfile
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
+from starlette.responses import JSONResponse
 
 from ..errors import InputError, IosetsError
 
@@ -35,31 +43,111 @@ class Upload:
     job_id: str | None
 
 
-async def _limited(request: Request, limit: int) -> AsyncGenerator[bytes, None]:
+_ORPHAN = re.compile(r"upload-(\d+)-.*\.darshan")
+
+
+def _too_large(declared: str | None, limit: int, name: str) -> str:
+    if declared is not None:
+        return f"request body: {declared} bytes, more than {name} ({limit} bytes)"
+    return f"request body: more than {name} ({limit} bytes)"
+
+
+async def _limited(request: Request, limit: int, name: str = "max_upload") -> AsyncGenerator[bytes, None]:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise TooLarge(f"request body: {declared} bytes, more than max_upload ({limit} bytes)")
+        raise TooLarge(_too_large(declared, limit, name))
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise TooLarge(f"request body: more than max_upload ({limit} bytes)")
+            raise TooLarge(_too_large(None, limit, name))
         yield chunk
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body, at most ``limit`` bytes (TooLarge beyond)."""
-    return b"".join([chunk async for chunk in _limited(request, limit)])
+async def read_body(request: Request, limit: int, name: str) -> bytes:
+    """The whole body, at most ``limit`` bytes (TooLarge beyond, naming the setting ``name``)."""
+    return b"".join([chunk async for chunk in _limited(request, limit, name)])
 
 
-def _save(upload: UploadFile) -> Path:
-    with tempfile.NamedTemporaryFile(prefix="iosets-upload-", suffix=".darshan", delete=False) as out:
+class JsonBodyLimit:
+    """Pure ASGI middleware: a body that is not multipart is read whole, at most ``max_json`` bytes (413
+    beyond), checked to be UTF-8 (422 otherwise), then handed to the app."""
+
+    def __init__(self, app: Any, max_json: int):
+        self.app = app
+        self.limit, self.name = max_json, "max_json"
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers", [])) if scope["type"] == "http" else {}
+        if scope["type"] != "http" or headers.get(b"content-type", b"").startswith(b"multipart/form-data"):
+            await self.app(scope, receive, send)
+            return
+        declared = headers.get(b"content-length", b"").decode("latin-1")
+        over = declared.isdigit() and int(declared) > self.limit
+        problem = _too_large(declared, self.limit, self.name) if over else ""
+        body, more = bytearray(), not problem
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the client left: nobody to answer
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                problem = _too_large(None, self.limit, self.name)
+                break
+        if problem:
+            await JSONResponse({"detail": problem}, status_code=413)(scope, receive, send)
+            return
+        try:
+            bytes(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            answer = JSONResponse({"detail": f"body: not JSON: invalid UTF-8 at byte {exc.start}"}, status_code=422)
+            await answer(scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Remove the uploads in ``folder`` left by processes that are gone; return their paths."""
+    removed = []
+    for path in folder.glob("upload-*.darshan"):
+        match = _ORPHAN.fullmatch(path.name)
+        if match is None or _alive(int(match.group(1))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _save(upload: UploadFile, folder: Path) -> Path:
+    with tempfile.NamedTemporaryFile(
+        prefix=f"upload-{os.getpid()}-", suffix=".darshan", dir=folder, delete=False
+    ) as out:
         shutil.copyfileobj(upload.file, out, 1 << 20)
     return Path(out.name)
 
 
-async def read_upload(request: Request, limit: int) -> Upload:
-    """The Darshan log of a multipart body (field ``log``, optional field ``job_id``), saved to a temporary file.
+async def read_upload(request: Request, limit: int, folder: Path) -> Upload:
+    """The Darshan log of a multipart body (field ``log``, optional field ``job_id``), saved in ``folder``.
 
     The caller removes ``Upload.path``. InputError names the field that is missing or malformed.
     """
@@ -75,6 +163,6 @@ async def read_upload(request: Request, limit: int) -> Upload:
         if job_id is not None and not isinstance(job_id, str):
             raise InputError("job_id: expected a text field, got a file")
         name = Path(log.filename or "upload.darshan").name or "upload.darshan"
-        return Upload(await run_in_threadpool(_save, log), name, job_id or None)
+        return Upload(await run_in_threadpool(_save, log, folder), name, job_id or None)
     finally:
         await form.close()

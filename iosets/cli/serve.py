@@ -5,6 +5,7 @@ FastAPI, uvicorn and SQLAlchemy come with the ``service`` extra; they are import
 
 from __future__ import annotations
 
+import copy
 import importlib
 import json
 import os
@@ -25,7 +26,12 @@ DataDir = Annotated[
     Path | None, typer.Option(help="SQLite store: DIR/iosets.db (default ./iosets-data).", show_default=False)
 ]
 Database = Annotated[
-    str | None, typer.Option(help="PostgreSQL store instead: postgresql://user@host:port/db.", show_default=False)
+    str | None,
+    typer.Option(
+        help="PostgreSQL store instead: postgresql://user@host:port/db (the password from $PGPASSWORD or"
+        " ~/.pgpass, never here).",
+        show_default=False,
+    ),
 ]
 Config = Annotated[
     Path | None, typer.Option(help="iosets.toml: \\[service] and \\[policy] tables.", show_default=False)
@@ -48,7 +54,36 @@ def _settings(command: str, config: Path | None, **options: object) -> Settings:
     given = {name: str(value) if isinstance(value, Path) else value for name, value in options.items()}
     if given.get("data_dir") is not None and given.get("database") is not None:
         raise InputError("give --data-dir or --database, not both")
+    if given.get("database") is not None and _has_password(str(given["database"])):
+        raise InputError(
+            "--database: the URL holds a password, which any user sees in ps: give it in $PGPASSWORD or a"
+            " ~/.pgpass file ($PGPASSFILE), or put the URL in iosets.toml's [service] database (mode 0600)"
+        )
     return load_settings(config, **given)
+
+
+def _has_password(url: str) -> bool:
+    """Whether a database URL holds a password (``scheme://user:password@host``)."""
+    credentials = url.split("://", 1)[-1].rpartition("@")[0]
+    return ":" in credentials
+
+
+def _warn_if_exposed(settings: Settings) -> None:
+    """Warn on stderr when the service listens beyond this machine with nothing said about TLS in front."""
+    if not settings.loopback and not settings.behind_proxy:
+        echo(
+            f"iosets serve: warning: listening on {settings.host} in plain HTTP: tokens cross the network in clear;"
+            " put a TLS proxy in front (docs/guides/service.md, Deploying) and say so with --behind-proxy"
+        )
+
+
+def _log_config() -> dict:
+    """uvicorn's logging, with the ``iosets`` loggers (the access log, warnings) on its stderr handler."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["iosets"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
 
 
 def serve(
@@ -61,6 +96,13 @@ def serve(
         Path | None, typer.Option(help="Rewrite this Lua file for job_submit.lua whenever an answer changes.")
     ] = None,
     workers: Annotated[int | None, typer.Option(help="uvicorn worker processes (default 1).")] = None,
+    max_upload: Annotated[
+        str | None, typer.Option(help="Largest Darshan log upload: bytes or a size, e.g. 256MB (default 256MB).")
+    ] = None,
+    behind_proxy: Annotated[
+        bool | None,
+        typer.Option("--behind-proxy", help="A TLS proxy is in front: no warning for a non-loopback --host."),
+    ] = None,
 ) -> None:
     """Run the REST service: recommendations for starting jobs, learned from every finished job."""
     settings = _settings(
@@ -72,12 +114,15 @@ def serve(
         database=database,
         lua_out=lua_out,
         workers=workers,
+        max_upload=max_upload,
+        behind_proxy=behind_proxy,
     )
     import uvicorn
 
     from ..api import SETTINGS_ENV
 
     os.environ[SETTINGS_ENV] = settings.model_dump_json()
+    _warn_if_exposed(settings)
     echo(f"iosets serve: listening on http://{settings.host}:{settings.port} (store: {settings.store_label})")
     uvicorn.run(
         "iosets.api:app_from_environment",
@@ -85,8 +130,10 @@ def serve(
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
+        http="iosets.api._transport:GuardedH11Protocol",  # header and body deadlines: slow clients are cut
+        log_config=_log_config(),
         log_level="warning",
-        access_log=False,
+        access_log=False,  # iosets.access logs each request, with its route and token id
     )
 
 
@@ -106,8 +153,15 @@ def create(
     note: Annotated[str, typer.Option(help="What the token is for.")] = "",
     data_dir: DataDir = None,
     database: Database = None,
+    output: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", help="Write the token to this new file (mode 0600) instead of stdout."),
+    ] = None,
 ) -> None:
-    """Create a token; it is printed once, alone on the last line, and only its SHA-256 is stored."""
+    """Create a token; it is printed once, alone on the last line (or written to --output), and only its SHA-256
+    is stored."""
+    if output is not None and output.exists():
+        raise InputError(f"--output {output}: exists already; a token file is never overwritten")
     store = _store("iosets token create", data_dir, database)
     from ..api import create_token
 
@@ -115,8 +169,23 @@ def create(
         token_id, token = create_token(store, scope, note)
     finally:
         store.close()
-    print(f"token {token_id} (scopes: {', '.join(scope)}); shown once:")
-    print(token)
+    if output is None:
+        print(f"token {token_id} (scopes: {', '.join(scope)}); shown once:")
+        print(token)
+        return
+    _write_private(output, token + "\n")
+    echo(f"token {token_id} (scopes: {', '.join(scope)}) written to {output} (mode 0600)")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to the new file ``path``, mode 0600 whatever the umask."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except OSError as exc:
+        raise InputError(f"--output {path}: {(exc.strerror or str(exc)).lower()}") from None
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
 
 
 @token_app.command("list")

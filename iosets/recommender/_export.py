@@ -27,7 +27,7 @@ _FORMATS: dict[str, tuple[Callable[..., tuple[str, ...]], tuple[str, ...], int, 
     "tbf": (render_tbf, ("iosets-tbf.sh",), 0o755, ("job_id",)),
     "cgroup": (render_cgroup, ("iosets-io-weight.sh",), 0o755, ("job_id",)),
     "json": (render_json, ("iosets.json",), 0o644, ("job_id", "user", "app", "w_iter", "start")),
-    "lua": (render_lua, ("iosets.lua",), 0o644, ("job_id", "user", "app", "w_iter", "start")),
+    "lua": (render_lua, ("iosets.lua",), 0o640, ("job_id", "user", "app", "w_iter", "start")),
 }
 
 

@@ -36,7 +36,7 @@ def live(serve, sqlite_store):
 
 def _config(sqlite_store):
     path = Path(sqlite_store[1]).parent / "iosets.toml"
-    path.write_text("[service]\nmax_upload = 2048\nwrite_rate = 2.0\n[policy]\nbandwidth = 1e9\n")
+    path.write_text("[service]\nmax_upload = 2048\nmax_json = 2048\nwrite_rate = 2.0\n[policy]\nbandwidth = 1e9\n")
     return path
 
 

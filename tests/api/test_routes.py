@@ -192,10 +192,10 @@ def test_a_bad_row_is_422_naming_its_column_and_rule(client, auth):
 
 def test_a_body_over_max_upload_is_413_and_stores_nothing(client, auth):
     headers = auth("read", "write")
-    body = json.dumps({**ROW, "explanation": "x" * 5000}).encode()
+    body = json.dumps({**ROW, "explanation": "x" * (1 << 20)}).encode()  # JSON: max_json, 1 MB by default
     answer = client.post("/v1/jobs", content=body, headers=headers)
     assert answer.status_code == 413
-    assert answer.json() == {"detail": f"request body: {len(body)} bytes, more than max_upload (4096 bytes)"}
+    assert answer.json() == {"detail": f"request body: {len(body)} bytes, more than max_json (1048576 bytes)"}
     log = client.post("/v1/jobs", files={"log": ("big.darshan", b"\0" * 5000)}, headers=headers)
     assert log.status_code == 413
     assert client.get("/v1/jobs", headers=headers).json()["jobs"] == []

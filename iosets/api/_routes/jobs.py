@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .._deps import AUTH_ERRORS, NO_NUL, Reader, ServiceDep, WriterToken, errors
-from .._models import AppSummary, Job, JobIn, JobPage
+from .._models import AppSummary, Job, JobIn, JobPage, LoggedJob
 from .._uploads import UPLOAD_FIELD, read_body, read_upload
 
 router = APIRouter(prefix="/v1", tags=["jobs"], responses=errors(*AUTH_ERRORS))
@@ -46,20 +46,28 @@ _JOB_BODY = {
 )
 async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -> Any:
     """Store a finished job: a jobs-table row (JSON) or a Darshan log (multipart field ``log``); idempotent."""
-    limit = service.settings.max_upload
+    settings, readers = service.settings, request.app.state.log_readers
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
-        upload = await read_upload(request, limit)
+        upload = await read_upload(request, settings.max_upload, request.app.state.upload_dir)
         try:
-            stored, created = await run_in_threadpool(service.add_log, upload.path, upload.name, upload.job_id)
+            logged = await run_in_threadpool(readers.analyze, upload.path, upload.name)
         finally:
             upload.path.unlink(missing_ok=True)
+        logged |= {"path": upload.name} | ({"job_id": upload.job_id} if upload.job_id else {})
+        row = _validated(LoggedJob, logged, where=UPLOAD_FIELD)
     else:
-        try:
-            row = JobIn.model_validate_json(await read_body(request, limit))
-        except ValidationError as exc:
-            raise RequestValidationError([{**e, "loc": ("body", *e["loc"])} for e in exc.errors()]) from None
-        stored, created = await run_in_threadpool(service.add_job, row.model_dump())
+        row = _validated(JobIn, await read_body(request, settings.max_json, "max_json"), where="body")
+    request.app.state.job_ids.check(row.job_id)
+    stored, created = await run_in_threadpool(service.add_job, row.model_dump())
     return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
+
+
+def _validated(model: Any, given: bytes | dict[str, Any], *, where: str) -> Any:
+    """``given`` (JSON bytes or a row) as ``model``; a RequestValidationError (422) naming ``where.field``."""
+    try:
+        return model.model_validate_json(given) if isinstance(given, bytes) else model.model_validate(given)
+    except ValidationError as exc:
+        raise RequestValidationError([{**e, "loc": (where, *e["loc"])} for e in exc.errors()]) from None
 
 
 @router.get("/jobs/{job_id}", dependencies=[Reader], responses=errors(404))
