@@ -85,15 +85,24 @@ def test_other_uploads_are_answered_while_a_bomb_holds_its_worker(tmp_path):
         poster = threading.Thread(target=post_bomb)
         poster.start()
         [held] = _wait_for(readers.busy, "the bomb's worker busy")
-        os.kill(held, signal.SIGSTOP)
-        try:
+        stored_meanwhile: dict[str, object] = {}
+
+        def post_good() -> None:
             for name in ("a.darshan", "b.darshan"):
                 files = {"log": (name, OTHER_GOOD.read_bytes()), "job_id": (None, name)}
                 good = client.post("/v1/jobs", files=files, headers=headers)
-                assert good.status_code == 201 and good.json()["path"] == name
+                stored_meanwhile[name] = (good.status_code, good.json().get("path"))
+
+        goods = threading.Thread(target=post_good, daemon=True)  # a regression waits on the stopped worker: bounded
+        os.kill(held, signal.SIGSTOP)
+        try:
+            goods.start()
+            goods.join(WAIT)
+            assert not goods.is_alive(), "the good uploads waited for the bomb's stopped worker"
         finally:
             os.kill(held, signal.SIGCONT)
         poster.join(WAIT)
+        assert stored_meanwhile == {"a.darshan": (201, "a.darshan"), "b.darshan": (201, "b.darshan")}
         assert answers == {"bomb": 422}
         stored = client.get("/v1/jobs", headers=headers).json()["jobs"]
         assert sorted(job["path"] for job in stored) == ["a.darshan", "b.darshan"]
