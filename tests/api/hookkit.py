@@ -84,11 +84,16 @@ with open(os.environ["FAKE_SCONTROL_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if sys.argv[1:3] == ["show", "job"]:
     sys.stdout.write(open(os.environ["FAKE_SCONTROL_SHOW"]).read())
+if sys.argv[1:3] == ["write", "batch_script"]:
+    if not os.path.exists(os.environ["FAKE_SCONTROL_SCRIPT"]):
+        sys.exit("job " + sys.argv[3] + " has no batch script")
+    sys.stdout.write(open(os.environ["FAKE_SCONTROL_SCRIPT"]).read())
 """
 
 
-def fake_scontrol(folder: Path, **job) -> dict[str, str]:
-    """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job``. Returns the env for hooks."""
+def fake_scontrol(folder: Path, script: str | None = None, **job) -> dict[str, str]:
+    """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job`` and its batch ``script``
+    (None: a job without one). Returns the env for hooks."""
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / "scontrol"
     script.write_text(FAKE_SCONTROL.format(python=sys.executable))
@@ -96,10 +101,13 @@ def fake_scontrol(folder: Path, **job) -> dict[str, str]:
     fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
     fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
     (folder / "show.txt").write_text(SHOW_JOB.format(**fields))
+    if script is not None:
+        (folder / "script.sh").write_text(script)
     return {
         "PATH": f"{folder}:/usr/bin:/bin:{Path(sys.executable).parent}",  # the hooks' python3: the system's, else ours
         "FAKE_SCONTROL_LOG": str(folder / "calls.jsonl"),
         "FAKE_SCONTROL_SHOW": str(folder / "show.txt"),
+        "FAKE_SCONTROL_SCRIPT": str(folder / "script.sh"),
     }
 
 
