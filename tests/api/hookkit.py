@@ -95,9 +95,9 @@ def fake_scontrol(folder: Path, script: str | None = None, **job) -> dict[str, s
     """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job`` and its batch ``script``
     (None: a job without one). Returns the env for hooks."""
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "scontrol"
-    script.write_text(FAKE_SCONTROL.format(python=sys.executable))
-    script.chmod(0o755)
+    command = folder / "scontrol"
+    command.write_text(FAKE_SCONTROL.format(python=sys.executable))
+    command.chmod(0o755)
     fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
     fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
     (folder / "show.txt").write_text(SHOW_JOB.format(**fields))
@@ -117,16 +117,18 @@ def scontrol_calls(env: dict[str, str]) -> list[list[str]]:
 
 
 class StubService:
-    """A stub iosets service on loopback: records each request, answers ``(status, body)`` from ``reply``.
+    """A stub iosets service on loopback: records each request, answers ``(status, body[, headers])``.
 
+    The answers of ``first`` go, in order, to the first requests, then ``reply`` to every other.
     With ``hold``, it answers nothing until :meth:`close` (at most ``HOLD_SECONDS``): a service that hangs.
     """
 
     HOLD_SECONDS = 60.0
 
-    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), *, hold: bool = False):
+    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), *, hold=False, first=()):
         self.requests: list[dict] = []
         self.reply = reply
+        self.first = list(first)
         self.hold = hold
         self.released = threading.Event()
         stub = self
@@ -144,9 +146,11 @@ class StubService:
                 )
                 if stub.hold:
                     stub.released.wait(stub.HOLD_SECONDS)
-                status, body = stub.reply
+                status, body, *headers = stub.first.pop(0) if stub.first else stub.reply
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers[0] if headers else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
