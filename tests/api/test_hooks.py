@@ -164,9 +164,11 @@ def test_copied_hooks_read_iosets_conf(tmp_path):
     assert not (folder / "__pycache__").exists()
 
 
-def test_a_hook_that_crashes_still_exits_0(tmp_path):
+def test_a_hook_that_crashes_lets_the_job_go_on(tmp_path):
     done = run_hook("prolog_slurmctld", {"PATH": "/usr/bin:/bin"})  # no SLURM_JOB_ID at all
     assert done.returncode == 0 and done.stderr == "iosets: prolog failed: KeyError: 'SLURM_JOB_ID'\n"
+    done = run_hook("epilog_slurmctld", {"PATH": "/usr/bin:/bin"})  # the epilog says "not posted" to slurmctld's log
+    assert done.returncode == 4 and done.stderr == "iosets: epilog failed: KeyError: 'SLURM_JOB_ID'\n"
 
 
 @pytest.mark.parametrize(

@@ -327,12 +327,16 @@ def epilog(environ: Mapping[str, str]) -> int:
 
 
 def run(hook) -> int:
-    """Run ``prolog`` or ``epilog`` on this process's environment; its code, 0 when it fails unexpectedly."""
+    """Run ``prolog`` or ``epilog`` on this process's environment; its code.
+
+    A hook that fails unexpectedly gives 0 (the prolog: the job must start) or ``EXIT_NOT_POSTED``
+    (the epilog: the job was not posted).
+    """
     try:
         return hook(os.environ)
     except Exception as error:  # noqa: BLE001 - a hook must never fail the job
         log(f"{hook.__name__} failed: {type(error).__name__}: {error}")
-        return 0
+        return EXIT_NOT_POSTED if hook is epilog else 0
 
 
 def log(message: str) -> None:
