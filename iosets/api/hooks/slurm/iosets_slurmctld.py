@@ -70,7 +70,6 @@ class Deadline:
     """The moment a hook must be done by; each step waits at most what is left."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
         self.at = time.monotonic() + seconds
 
     def left(self, step: float, *, keep: float = 0.0) -> float:
