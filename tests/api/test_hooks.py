@@ -400,6 +400,9 @@ APP_KEYS = {  # batch script -> the app key (what app_name gives the program Dar
     "if [ -f x ]; then\n  echo yes\nfi\nexec ./final": "final",
     "python3.11 -X dev -W error -m pkg.main": "pkg.main",
     "python -uc 'x'": "python -c",
+    "srun \\\n  -n 4 \\\n  ./continued": "continued",  # backslash-newlines join the lines
+    "srun ./early\ncat <<EOF\n" + "x" * 300_000 + "\nEOF\n": "early",  # a here-document after the command
+    "#!/bin/sh\n" + "#" * 70_000 + "\nsrun ./late\n": "NAME",  # past the first 64 KiB: not read
     "#!/bin/sh\n# only comments\n": "NAME",  # no program: the job's name
     "srun": "NAME",
 }

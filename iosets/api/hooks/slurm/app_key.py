@@ -13,9 +13,10 @@ The hooks name a Slurm job the same way, from what Slurm's job record holds:
 3. else the job's name, which the user chooses freely: the only key that matches by luck.
 
 ``job_submit.lua`` holds the same rule in Lua (tests hold the two to the same answers).
-Limits: the script is read, not run: a program named by a variable (``srun $EXE``) or built
-in a loop or a function is skipped; options of a launcher that this file does not list as
-flags are taken to have a value; ``srun bash -c '...'`` is ``bash``.
+Limits: the script is read, not run, and only its first 64 KiB: a program named by a variable
+(``srun $EXE``) or built in a loop or a function is skipped; a here-document's lines are
+read as commands; options of a launcher that this file does not list as flags are taken to
+have a value; ``srun bash -c '...'`` is ``bash``.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ PREFIXES = frozenset({"do", "then", "else", "time", "exec", "nohup", "command", 
 """Words before a command that are not the command."""
 CONSTRUCTS = frozenset({"if", "elif", "while", "until", "for", "case", "select", "function", "fi", "done", "esac", "}"})
 """Shell words that start a construct this file does not read: the command is skipped."""
+SCRIPT_MAX = 64 << 10
+"""Bytes of a batch script read for its key (job_submit.lua's cost inside slurmctld stays bounded)."""
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 _SEPARATORS = ";&|\n"
 
@@ -63,45 +66,44 @@ _SEPARATORS = ";&|\n"
 def script_words(script: str) -> list[list[str]]:
     """The simple commands of a shell script as word lists (quotes and escapes resolved, comments dropped).
 
-    A newline, ``;``, ``&`` or ``|`` outside quotes ends a command; a backslash before a
-    newline joins the lines; ``#`` at the start of a word comments out the rest of its line.
+    Only the first :data:`SCRIPT_MAX` bytes are read. A newline, ``;``, ``&`` or ``|``
+    outside quotes ends a command; a backslash before a newline joins the lines; ``#`` at the
+    start of a word comments out the rest of its line.
 
     >>> script_words("#!/bin/sh\\nmodule load x; srun -n 4 'my app' \\\\\\n  --in a.in # run\\n")
     [['module', 'load', 'x'], ['srun', '-n', '4', 'my app', '--in', 'a.in']]
     """
+    script = script.encode()[:SCRIPT_MAX].decode("utf-8", "ignore")  # bytes, as Lua counts them
     commands: list[list[str]] = []
     words: list[str] = []
-    word: list[str] | None = None
+    word: list[str] | None = None  # the pieces of the word being read; None between words
     i, n = 0, len(script)
     while i < n:
         c = script[i]
         if c == "\\" and i + 1 < n:
-            if script[i + 1] != "\n":
-                word = (word or []) + [script[i + 1]]
+            if script[i + 1] != "\n":  # a backslash-newline joins two lines, and starts no word
+                word = [] if word is None else word
+                word.append(script[i + 1])
             i += 2
-            continue
-        if c == "'":
+        elif c == "'":
             end = script.find("'", i + 1)
             end = n if end < 0 else end
-            word = (word or []) + [script[i + 1 : end]]
+            word = [] if word is None else word
+            word.append(script[i + 1 : end])
             i = end + 1
-            continue
-        if c == '"':
+        elif c == '"':
             i += 1
-            part = []
+            word = [] if word is None else word
             while i < n and script[i] != '"':
                 if script[i] == "\\" and i + 1 < n and script[i + 1] in '"\\$`':
                     i += 1
-                part.append(script[i])
+                word.append(script[i])
                 i += 1
-            word = (word or []) + ["".join(part)]
             i += 1
-            continue
-        if c == "#" and word is None:
+        elif c == "#" and word is None:
             end = script.find("\n", i)
             i = n if end < 0 else end
-            continue
-        if c in " \t" or c in _SEPARATORS:
+        elif c in " \t" or c in _SEPARATORS:
             if word is not None:
                 words.append("".join(word))
                 word = None
@@ -109,9 +111,10 @@ def script_words(script: str) -> list[list[str]]:
                 commands.append(words)
                 words = []
             i += 1
-            continue
-        word = (word or []) + [c]
-        i += 1
+        else:
+            word = [] if word is None else word
+            word.append(c)
+            i += 1
     if word is not None:
         words.append("".join(word))
     if words:

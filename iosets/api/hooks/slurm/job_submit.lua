@@ -122,18 +122,28 @@ local IOSETS_PREFIXES = iosets_set("do", "then", "else", "time", "exec", "nohup"
 local IOSETS_CONSTRUCTS = iosets_set("if", "elif", "while", "until", "for", "case", "select", "function", "fi", "done",
 	"esac", "}")
 local IOSETS_SEPARATORS = iosets_set(";", "&", "|", "\n")
+local IOSETS_SCRIPT_MAX = 65536 -- bytes of a script read for its key (app_key.SCRIPT_MAX)
 
--- the simple commands of a shell script as word lists (app_key.script_words)
+-- the simple commands of the first IOSETS_SCRIPT_MAX bytes of a shell script, as word lists (app_key.script_words);
+-- a word's pieces go to a table, joined once: linear in the script's length
 local function iosets_script_words(script)
+	script = script:sub(1, IOSETS_SCRIPT_MAX)
 	local commands, words, word = {}, {}, nil
 	local i, n = 1, #script
 	local function add(text)
-		word = (word or "") .. text
+		word = word or {}
+		word[#word + 1] = text
+	end
+	local function finish()
+		if word ~= nil then
+			words[#words + 1] = table.concat(word)
+			word = nil
+		end
 	end
 	while i <= n do
 		local c = script:sub(i, i)
 		if c == "\\" and i < n then
-			if script:sub(i + 1, i + 1) ~= "\n" then
+			if script:sub(i + 1, i + 1) ~= "\n" then -- a backslash-newline joins two lines, and starts no word
 				add(script:sub(i + 1, i + 1))
 			end
 			i = i + 2
@@ -143,25 +153,19 @@ local function iosets_script_words(script)
 			i = close + 1
 		elseif c == '"' then
 			i = i + 1
-			local part = {}
+			add("")
 			while i <= n and script:sub(i, i) ~= '"' do
-				local d = script:sub(i, i)
-				if d == "\\" and i < n and ('"\\$`'):find(script:sub(i + 1, i + 1), 1, true) then
+				if script:sub(i, i) == "\\" and i < n and ('"\\$`'):find(script:sub(i + 1, i + 1), 1, true) then
 					i = i + 1
-					d = script:sub(i, i)
 				end
-				part[#part + 1] = d
+				add(script:sub(i, i))
 				i = i + 1
 			end
-			add(table.concat(part))
 			i = i + 1
 		elseif c == "#" and word == nil then
 			i = script:find("\n", i, true) or (n + 1)
 		elseif c == " " or c == "\t" or IOSETS_SEPARATORS[c] then
-			if word ~= nil then
-				words[#words + 1] = word
-				word = nil
-			end
+			finish()
 			if IOSETS_SEPARATORS[c] and #words > 0 then
 				commands[#commands + 1] = words
 				words = {}
@@ -172,9 +176,7 @@ local function iosets_script_words(script)
 			i = i + 1
 		end
 	end
-	if word ~= nil then
-		words[#words + 1] = word
-	end
+	finish()
 	if #words > 0 then
 		commands[#commands + 1] = words
 	end
