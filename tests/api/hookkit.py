@@ -67,12 +67,13 @@ def closed_port() -> int:
 SHOW_JOB = """JobId={job_id} JobName={name}
    UserId={user_name}({uid}) GroupId={user_name}({uid}) MCS_label=N/A
    JobState=RUNNING Reason=None Dependency=(null)
+   Requeue=1 Restarts=0 BatchFlag={batch} Reboot=0 ExitCode=0:0
    RunTime=00:00:01 TimeLimit={time_limit} TimeMin=N/A
    SubmitTime=2026-11-23T16:29:41 EligibleTime=2026-11-23T16:29:41
    StartTime={start} EndTime={end} Deadline=N/A
    Partition=debug AllocNode:Sid=localhost:28232
    NumNodes=2 NumCPUs=8 NumTasks={tasks} CPUs/Task=1 ReqB:S:C:T=0:0:*:*
-   Command=/home/my jobs/run.sh
+   Command={command}
    WorkDir=/home/my jobs
    AdminComment={admin_comment} 
    StdOut=/home/my jobs/slurm-{job_id}.out
@@ -99,6 +100,7 @@ def fake_scontrol(folder: Path, script: str | None = None, **job) -> dict[str, s
     command.write_text(FAKE_SCONTROL.format(python=sys.executable))
     command.chmod(0o755)
     fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
+    fields |= {"batch": "1", "command": "/home/my jobs/run.sh"}
     fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
     (folder / "show.txt").write_text(SHOW_JOB.format(**fields))
     if script is not None:

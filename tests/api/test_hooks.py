@@ -105,6 +105,18 @@ def test_prolog_asks_with_the_jobs_fields(tmp_path):
     assert scontrol_calls(fake)[2] == ["update", "JobId=77", "AdminComment=iosets set=3 priority=0.001 source=model"]
 
 
+def test_a_job_without_a_batch_script_is_keyed_by_its_executable(tmp_path):
+    stub = StubService()
+    try:  # srun python3 train.py: Slurm's record keeps the executable alone (Command=, BatchFlag=0)
+        fake = fake_scontrol(tmp_path / "bin", "never read", batch="0", command="/usr/bin/python3", name="train")
+        done = run_hook("prolog_slurmctld", job_env(fake, stub.url, SLURM_JOB_NAME="train"))
+    finally:
+        stub.close()
+    assert (done.returncode, done.stderr) == (0, "")
+    assert stub.requests[0]["path"].startswith("/v1/recommendation?app=python3&")
+    assert [call[0] for call in scontrol_calls(fake)] == ["show", "update"]  # no batch script asked for
+
+
 def test_prolog_with_the_service_down_keeps_the_submit_time_tag(tmp_path):
     fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
     done = run_hook("prolog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}"))
@@ -410,16 +422,21 @@ APP_KEYS = {  # batch script -> the app key (what app_name gives the program Dar
 
 @pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
 def test_the_app_key_is_the_same_in_lua_in_the_hooks_and_in_darshan_rows(tmp_path, monkeypatch, runtime_module):
-    keys = sorted(set(APP_KEYS.values()))
+    keys = sorted({*APP_KEYS.values(), "python3"})
     apps = ", ".join(f"[{json.dumps(key)}] = {{set = {k}, priority = 1}}" for k, key in enumerate(keys))
     path = tmp_path / "iosets.lua"
     path.write_text(f"return {{version = 1, default = {{set = 99, priority = 1}}, users = {{}}, apps = {{{apps}}}}}")
     monkeypatch.setenv("IOSETS_LUA", str(path))
-    _, submit = lua_hook(runtime_module)
+    lua, submit = lua_hook(runtime_module)
     app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_under_test")
     for script, key in APP_KEYS.items():
         assert app_key.app_key(script=script, name="NAME") == key, script
         assert submit(1, "NAME", script=script) == f"iosets set={keys.index(key)} priority=1 source=lua:app", script
+    argv = lua.table_from({0: "/usr/bin/python3", 1: "train.py"})  # srun's job: argv 0-based, no script
+    job_desc = lua.table_from({"user_id": 1, "name": "NAME", "argv": argv, "argc": 2})
+    lua.globals().slurm_job_submit(job_desc, None, 1)
+    assert job_desc["admin_comment"] == f"iosets set={keys.index('python3')} priority=1 source=lua:app"
+    assert app_key.app_key(command="/usr/bin/python3") == "python3"  # the prolog's key of the same job
     words = app_key.batch_command("srun -n 4 /opt/lammps/bin/lmp -in in.lj")
     assert app_name(" ".join(words)) == app_key.app_key(script="srun -n 4 lmp -in in.lj") == "lmp"  # Darshan's rule
 

@@ -9,7 +9,8 @@ The hooks name a Slurm job the same way, from what Slurm's job record holds:
    the prolog and epilog; ``sbatch --wrap`` jobs have one too): the first command that a
    launcher (``srun``, ``mpirun``, ``mpiexec``...) starts, past the launcher's options; else the
    first command that is not shell setup (``cd``, ``export``, ``module``, ``source``...);
-2. else, for a job without a script (``srun``/``salloc``), its command (``Command=``);
+2. else, for a job without a script (``srun``/``salloc``), its executable (``Command=`` holds
+   no argument: ``srun python3 x.py`` is ``python3``);
 3. else the job's name, which the user chooses freely: the only key that matches by luck.
 
 ``job_submit.lua`` holds the same rule in Lua (tests hold the two to the same answers).
@@ -167,7 +168,7 @@ def batch_command(script: str) -> list[str]:
 
 
 def app_key(*, script: str | None = None, command: str | None = None, name: str = "") -> str:
-    """The job's app key: from its batch ``script``, else its ``command``, else its ``name``.
+    """The job's app key: from its batch ``script``, else its ``command`` (the executable, one word), else ``name``.
 
     >>> app_key(script="#!/bin/bash\\n#SBATCH -J x\\ncd run\\nsrun -n 4 python3 -u /home/u/train.py --lr 1")
     'train.py'
@@ -178,7 +179,7 @@ def app_key(*, script: str | None = None, command: str | None = None, name: str 
         if words:
             return app_name(shlex.join(words)) or name
     if command and command != "(null)":
-        return app_name(command) or name
+        return app_name(shlex.quote(command)) or name
     return name
 
 

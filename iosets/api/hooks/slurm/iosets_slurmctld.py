@@ -112,9 +112,14 @@ def show_job(job_id: str, env: Mapping[str, str], deadline: Deadline) -> dict[st
     return parse_job(shown or "")
 
 
-def batch_script(job_id: str, env: Mapping[str, str], deadline: Deadline) -> str | None:
-    """The job's batch script (``scontrol write batch_script ID -``); None for a job without one."""
-    return scontrol(["write", "batch_script", job_id, "-"], env, deadline, quiet=True)
+def batch_script(record: Mapping[str, str], env: Mapping[str, str], deadline: Deadline) -> str | None:
+    """The job's batch script (``scontrol write batch_script ID -``); None for a job without one.
+
+    Only a batch job is asked: for another, scontrol prints its refusal on stdout and exits 0.
+    """
+    if not batch(record) or not record.get("JobId"):
+        return None
+    return scontrol(["write", "batch_script", record["JobId"], "-"], env, deadline, quiet=True)
 
 
 def scontrol(args: list[str], env: Mapping[str, str], deadline: Deadline, *, quiet: bool = False) -> str | None:
@@ -176,12 +181,17 @@ def number(text: str | None) -> int | None:
 
 
 def job_app(env: Mapping[str, str], record: Mapping[str, str], script: str | None) -> str:
-    """The job's app key (``app_key.py``): from its batch script, else the command of a job without one
+    """The job's app key (``app_key.py``): from its batch script, else the executable of a job without one
     (``BatchFlag=0``: ``srun``, ``salloc``; a batch job's ``Command`` is its script's path), else its name."""
     app_key = load_module(HERE / "app_key.py", "iosets_app_key")
     name = env.get("SLURM_JOB_NAME") or record.get("JobName") or ""
-    command = record.get("Command") if record.get("BatchFlag") == "0" else None
+    command = record.get("Command") if not batch(record) else None
     return app_key.app_key(script=script, command=command, name=name)
+
+
+def batch(record: Mapping[str, str]) -> bool:
+    """Whether the job has a batch script (``BatchFlag`` is not 0; a record without the field counts as one)."""
+    return record.get("BatchFlag") != "0"
 
 
 def job_request(env: Mapping[str, str], record: Mapping[str, str], script: str | None = None) -> dict:
@@ -218,7 +228,7 @@ def prolog(environ: Mapping[str, str]) -> int:
     if not record:  # an update would erase the comment it could not read
         log(f"job {job_id}: not tagged: its record could not be read")
         return 0
-    request = job_request(env, record, batch_script(job_id, env, deadline))
+    request = job_request(env, record, batch_script(record, env, deadline))
     connection = client.Connection.from_environment(env)
     connection = replace(connection, timeout=deadline.left(connection.timeout, keep=UPDATE_TIME))
     answer = client.recommend(**request, connection=connection)
@@ -313,7 +323,7 @@ def epilog(environ: Mapping[str, str]) -> int:
             except client.Refused as error:  # a log the analyzer cannot read: the row still tells the job ran
                 log(f"job {job_id}: log {found.path} refused: {error}")
         record = show_job(job_id, env, deadline)
-        row = finished_row(env, record, batch_script(job_id, env, deadline))
+        row = finished_row(env, record, batch_script(record, env, deadline))
         timed = replace(connection, post_timeout=deadline.left(connection.post_timeout))
         client.post_job(row, connection=timed)
     except client.Unreachable as error:

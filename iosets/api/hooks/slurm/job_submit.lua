@@ -13,8 +13,9 @@ named as Darshan rows name their app, by the rule of app_key.py and of the analy
 app_name (kept equal by the tests): the first command an srun/mpirun/mpiexec... starts, past
 the launcher's options, else the first command that is not shell setup; a script or module
 an interpreter runs (python3 train.py: train.py), else the executable's basename. A job
-without a script (srun, salloc) is keyed by its command (job_desc.argv), and the job's name
-is the key only when neither names a program. The key finds the submitting user's entry
+without a script (srun, salloc) is keyed by its executable (job_desc.argv[0], all that the
+prolog and epilog find in Command=), and the job's name is the key only when neither names
+a program. The key finds the submitting user's entry
 (users[uid], the numeric uid as Darshan records it), else the app's (apps), else the
 document's default answer (set 99 until the service has learned, then the conservative
 set). Each entry is what the service's recommender (Recommender.predict_one) answers.
@@ -396,7 +397,7 @@ local function iosets_app_name(words)
 	return exe
 end
 
--- the job's app key: its batch script's program, else (no script) its command, else its name
+-- the job's app key: its batch script's program, else (no script: srun, salloc) its executable, else its name
 local function iosets_app_key(job_desc)
 	local name = job_desc.name or ""
 	local script = job_desc.script
@@ -408,9 +409,10 @@ local function iosets_app_key(job_desc)
 		end
 		return name
 	end
+	-- argv is 0-based; only argv[0], the executable, as Slurm's record keeps it (Command=) for the prolog and epilog
 	local argv = job_desc.argv
-	if type(argv) == "table" and #argv > 0 then
-		local key = iosets_app_name(iosets_slice(argv, 1))
+	if type(argv) == "table" and type(argv[0]) == "string" and argv[0] ~= "" then
+		local key = iosets_app_name({ argv[0] })
 		return key ~= "" and key or name
 	end
 	return name
