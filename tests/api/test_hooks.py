@@ -441,6 +441,17 @@ def test_the_app_key_is_the_same_in_lua_in_the_hooks_and_in_darshan_rows(tmp_pat
     assert app_name(" ".join(words)) == app_key.app_key(script="srun -n 4 lmp -in in.lj") == "lmp"  # Darshan's rule
 
 
+def test_the_lua_rule_lists_the_words_app_key_lists():
+    """Launchers, their flags, setup commands, prefixes and constructs: the same sets in Lua and in Python."""
+    source = (SLURM_HOOKS / "job_submit.lua").read_text()
+    app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_words")
+    for name in ("LAUNCHERS", "LAUNCHER_FLAGS", "SETUP", "PREFIXES", "CONSTRUCTS"):
+        listed = re.search(rf"^local IOSETS_{name} = iosets_set\((.*?)\)$", source, re.MULTILINE | re.DOTALL)
+        assert listed is not None, name
+        assert set(re.findall(r'"([^"]*)"', listed[1])) == getattr(app_key, name), name
+    assert re.search(r"^local IOSETS_SCRIPT_MAX = (\d+) ", source, re.MULTILINE)[1] == str(app_key.SCRIPT_MAX)
+
+
 def document(set_: int) -> str:
     return (
         "return {version = 1, default = {set = 4, priority = 0.0001, conservative = true}, users = {},"
