@@ -11,6 +11,11 @@ a log upload is analysed before the answer), ``IOSETS_DEFAULT_SET`` (default 99)
 ``IOSETS_DEFAULT_PRIORITY`` (default ``10**-set``) for the answer given when the service
 cannot answer. Proxy variables are ignored: the service is on the site's own network.
 
+The default answer (:data:`DEFAULT_SET`, priority ``10**-set``, conservative) is the one the
+service gives while it knows no job and the one its Lua document holds then; here its source
+says why: ``unavailable``. A ``429 Too Many Requests`` is tried again after its ``Retry-After``
+when that leaves the request within its timeout; else it is refused at once.
+
 Exit codes of ``post-job``: 0 stored (2xx), 3 unreachable, 4 not stored (the service refused it,
 or a bad row, log or token file; the reason on stderr); ``recommend`` always exits 0.
 """
@@ -18,11 +23,13 @@ or a bad row, log or token file; the reason on stderr); ``recommend`` always exi
 from __future__ import annotations
 
 import argparse
+import email.utils
 import json
 import os
 import socket
 import sys
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -32,6 +39,9 @@ from pathlib import Path
 
 DEFAULT_URL = "http://127.0.0.1:8642"
 DEFAULT_SET = 99
+"""The default answer's set: below every set the service hands out (priority ``10**-99``)."""
+RETRY_AFTER = 1.0
+"""Seconds waited after a 429 that names no (readable) ``Retry-After``."""
 EXIT_UNREACHABLE = 3
 EXIT_FAILED = 4
 
@@ -159,22 +169,33 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
 
     The request runs in a daemon thread so that nothing it waits on can hold the caller
     longer than ``timeout``. Whichever ends the wait, the socket's own timeout or the caller's,
-    the reason is the same: "no answer within ``timeout`` s".
+    the reason is the same: "no answer within ``timeout`` s". A 429 is sent again after its
+    ``Retry-After`` while that keeps within ``timeout``; else it is Refused, naming the wait.
     """
     outcome: list = []
     where = request.full_url.split("?")[0]
     too_late = Unreachable(f"{where}: no answer within {timeout:g} s")
+    deadline = time.monotonic() + timeout
 
     def attempt() -> None:
-        try:
-            with _OPENER.open(request, timeout=timeout) as response:
-                outcome.append((response.status, response.read().decode("utf-8", "replace")))
-        except urllib.error.HTTPError as error:
-            outcome.append(Refused(f"HTTP {error.code}: {_detail(error)}"))
-        except (OSError, ValueError) as error:  # URLError, timeouts, resets, a malformed URL
-            reason = getattr(error, "reason", error)  # URLError wraps a connect timeout; a slow answer is bare
-            timed_out = isinstance(reason, (TimeoutError, socket.timeout))  # one class since Python 3.10
-            outcome.append(too_late if timed_out else Unreachable(f"{where}: {reason}"))
+        while True:
+            try:
+                with _OPENER.open(request, timeout=max(deadline - time.monotonic(), 0.001)) as response:
+                    outcome.append((response.status, response.read().decode("utf-8", "replace")))
+                    return
+            except urllib.error.HTTPError as error:
+                wait = _retry_after(error) if error.code == 429 else None
+                if wait is not None and time.monotonic() + wait < deadline:
+                    error.close()
+                    time.sleep(wait)
+                    continue
+                later = "" if wait is None else f" (Retry-After {wait:g} s: past the {timeout:g} s timeout)"
+                outcome.append(Refused(f"HTTP {error.code}: {_detail(error)}{later}"))
+            except (OSError, ValueError) as error:  # URLError, timeouts, resets, a malformed URL
+                reason = getattr(error, "reason", error)  # URLError wraps a connect timeout; a slow answer is bare
+                timed_out = isinstance(reason, (TimeoutError, socket.timeout))  # one class since Python 3.10
+                outcome.append(too_late if timed_out else Unreachable(f"{where}: {reason}"))
+            return
 
     worker = threading.Thread(target=attempt, daemon=True)
     worker.start()
@@ -184,6 +205,19 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
     if isinstance(outcome[0], Exception):
         raise outcome[0]
     return outcome[0]
+
+
+def _retry_after(error: urllib.error.HTTPError) -> float:
+    """Seconds a 429 asks to wait: its ``Retry-After`` (seconds or an HTTP date), else :data:`RETRY_AFTER`."""
+    value = (error.headers.get("Retry-After") if error.headers else None) or ""
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(email.utils.parsedate_to_datetime(value).timestamp() - time.time(), 0.0)
+    except (TypeError, ValueError):
+        return RETRY_AFTER
 
 
 def _detail(error: urllib.error.HTTPError) -> str:

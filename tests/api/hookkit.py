@@ -67,12 +67,13 @@ def closed_port() -> int:
 SHOW_JOB = """JobId={job_id} JobName={name}
    UserId={user_name}({uid}) GroupId={user_name}({uid}) MCS_label=N/A
    JobState=RUNNING Reason=None Dependency=(null)
+   Requeue=1 Restarts=0 BatchFlag={batch} Reboot=0 ExitCode=0:0
    RunTime=00:00:01 TimeLimit={time_limit} TimeMin=N/A
    SubmitTime=2026-11-23T16:29:41 EligibleTime=2026-11-23T16:29:41
    StartTime={start} EndTime={end} Deadline=N/A
    Partition=debug AllocNode:Sid=localhost:28232
    NumNodes=2 NumCPUs=8 NumTasks={tasks} CPUs/Task=1 ReqB:S:C:T=0:0:*:*
-   Command=/home/my jobs/run.sh
+   Command={command}
    WorkDir=/home/my jobs
    AdminComment={admin_comment} 
    StdOut=/home/my jobs/slurm-{job_id}.out
@@ -84,22 +85,31 @@ with open(os.environ["FAKE_SCONTROL_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
 if sys.argv[1:3] == ["show", "job"]:
     sys.stdout.write(open(os.environ["FAKE_SCONTROL_SHOW"]).read())
+if sys.argv[1:3] == ["write", "batch_script"]:
+    if not os.path.exists(os.environ["FAKE_SCONTROL_SCRIPT"]):
+        sys.exit("job " + sys.argv[3] + " has no batch script")
+    sys.stdout.write(open(os.environ["FAKE_SCONTROL_SCRIPT"]).read())
 """
 
 
-def fake_scontrol(folder: Path, **job) -> dict[str, str]:
-    """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job``. Returns the env for hooks."""
+def fake_scontrol(folder: Path, script: str | None = None, **job) -> dict[str, str]:
+    """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job`` and its batch ``script``
+    (None: a job without one). Returns the env for hooks."""
     folder.mkdir(parents=True, exist_ok=True)
-    script = folder / "scontrol"
-    script.write_text(FAKE_SCONTROL.format(python=sys.executable))
-    script.chmod(0o755)
+    command = folder / "scontrol"
+    command.write_text(FAKE_SCONTROL.format(python=sys.executable))
+    command.chmod(0o755)
     fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
+    fields |= {"batch": "1", "command": "/home/my jobs/run.sh"}
     fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
     (folder / "show.txt").write_text(SHOW_JOB.format(**fields))
+    if script is not None:
+        (folder / "script.sh").write_text(script)
     return {
         "PATH": f"{folder}:/usr/bin:/bin:{Path(sys.executable).parent}",  # the hooks' python3: the system's, else ours
         "FAKE_SCONTROL_LOG": str(folder / "calls.jsonl"),
         "FAKE_SCONTROL_SHOW": str(folder / "show.txt"),
+        "FAKE_SCONTROL_SCRIPT": str(folder / "script.sh"),
     }
 
 
@@ -109,16 +119,18 @@ def scontrol_calls(env: dict[str, str]) -> list[list[str]]:
 
 
 class StubService:
-    """A stub iosets service on loopback: records each request, answers ``(status, body)`` from ``reply``.
+    """A stub iosets service on loopback: records each request, answers ``(status, body[, headers])``.
 
+    The answers of ``first`` go, in order, to the first requests, then ``reply`` to every other.
     With ``hold``, it answers nothing until :meth:`close` (at most ``HOLD_SECONDS``): a service that hangs.
     """
 
     HOLD_SECONDS = 60.0
 
-    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), *, hold: bool = False):
+    def __init__(self, reply=(200, {"set": 3, "priority": 0.001, "source": "model"}), *, hold=False, first=()):
         self.requests: list[dict] = []
         self.reply = reply
+        self.first = list(first)
         self.hold = hold
         self.released = threading.Event()
         stub = self
@@ -136,9 +148,11 @@ class StubService:
                 )
                 if stub.hold:
                     stub.released.wait(stub.HOLD_SECONDS)
-                status, body = stub.reply
+                status, body, *headers = stub.first.pop(0) if stub.first else stub.reply
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                for name, value in (headers[0] if headers else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

@@ -145,6 +145,29 @@ def test_post_job_sends_the_row_and_exits_by_outcome(stub, tmp_path):
     assert rc == client.EXIT_UNREACHABLE == 3 and "Connection refused" in err
 
 
+@pytest.mark.parametrize("retry_after", ["0", "Thu, 01 Jan 1970 00:00:00 GMT"])  # seconds, or a date passed
+def test_a_429_is_sent_again_after_its_retry_after(retry_after):
+    busy = (429, {"detail": "write rate exceeded"}, {"Retry-After": retry_after})
+    stub = StubService((201, {"job_id": "1"}), first=[busy, busy])
+    try:
+        stored = post_job({"job_id": "1"}, connection=Connection(url=stub.url, post_timeout=30.0))
+    finally:
+        stub.close()
+    assert stored == {"job_id": "1"} and len(stub.requests) == 3
+    assert [json.loads(r["body"]) for r in stub.requests] == [{"job_id": "1"}] * 3  # the same row each time
+
+
+def test_a_429_asking_to_wait_past_the_timeout_is_refused_at_once():
+    stub = StubService((429, {"detail": "write rate exceeded"}, {"Retry-After": "120"}))
+    try:
+        with pytest.raises(client.Refused) as refused:
+            post_job({"job_id": "1"}, connection=Connection(url=stub.url, post_timeout=30.0))
+    finally:
+        stub.close()
+    assert str(refused.value) == "HTTP 429: write rate exceeded (Retry-After 120 s: past the 30 s timeout)"
+    assert len(stub.requests) == 1
+
+
 def test_post_log_sends_a_multipart_upload(stub, tmp_path):
     log = tmp_path / 'odd "name".darshan'
     log.write_bytes(b"\x00darshan\r\n--bytes")

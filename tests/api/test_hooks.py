@@ -4,6 +4,7 @@ import calendar
 import importlib.util
 import json
 import os
+import re
 import runpy
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ import pytest
 from lupa import lua51, lua54
 
 import iosets.api
+from iosets.analyzer._ingest._app_name import app_name
 from iosets.api import client
 
 from .hookkit import (
@@ -31,6 +33,7 @@ from .hookkit import (
     scontrol_calls,
 )
 
+APP_NAME = Path(iosets.__file__).parent / "analyzer" / "_ingest" / "_app_name.py"
 DARSHAN_LOG = Path(__file__).parents[1] / "data" / "darshan" / "jlbez_IO_test5.darshan"
 LUA_COMMENT = "keep iosets set=4 priority=0.0001 source=lua:default conservative"
 LOG_UID = 1001 if os.geteuid() == 0 else os.geteuid()  # the epilog reads a log only as (and if owned by) its user
@@ -77,65 +80,107 @@ def test_prolog_stamps_the_services_answer(learned, tmp_path):
     done = run_hook("prolog_slurmctld", job_env(fake, learned.url, learned.token))
     assert (done.returncode, done.stderr) == (0, "")
     expected = "keep iosets set=2 priority=0.01 source=history"  # SET-10: round(log10 40) = 2, priority 10^-2
-    assert scontrol_calls(fake) == [["show", "job", "77"], ["update", "JobId=77", f"AdminComment={expected}"]]
+    update = ["update", "JobId=77", f"AdminComment={expected}"]
+    assert scontrol_calls(fake) == [["show", "job", "77"], ["write", "batch_script", "77", "-"], update]
     served = learned.get("/v1/recommendation", app="A", user="1001", nprocs=16, requested_time=93600.0).json()
     assert expected.endswith(client.tag(served))
+
+
+SCRIPT = "#!/bin/bash\n#SBATCH -J wrap\nmodule load py\ncd run && srun -n 16 python3 -u '/home/u/my app.py' --lr 1\n"
 
 
 def test_prolog_asks_with_the_jobs_fields(tmp_path):
     stub = StubService()
     try:
-        fake = fake_scontrol(tmp_path / "bin", tasks="16", time_limit="1-02:00:00")
-        done = run_hook("prolog_slurmctld", job_env(fake, stub.url, "iosets_r", SLURM_JOB_NAME="my app"))
+        fake = fake_scontrol(tmp_path / "bin", SCRIPT, tasks="16", time_limit="1-02:00:00", name="wrap")
+        done = run_hook("prolog_slurmctld", job_env(fake, stub.url, "iosets_r", SLURM_JOB_NAME="wrap"))
     finally:
         stub.close()
-    assert done.returncode == 0
+    assert (done.returncode, done.stderr) == (0, "")
     (request,) = stub.requests
-    # 1-02:00:00 = 26 h = 93600 s; NumTasks=16
-    assert request["path"] == "/v1/recommendation?app=my+app&user=1001&nprocs=16&requested_time=93600.0&job_id=77"
+    # the app key: the script srun runs, as Darshan names it, not the job's name; 1-02:00:00 = 93600 s; NumTasks=16
+    path = "/v1/recommendation?app=my+app.py&user=1001&nprocs=16&requested_time=93600.0&job_id=77"
+    assert request["path"] == path
     assert request["headers"]["Authorization"] == "Bearer iosets_r"
-    assert scontrol_calls(fake)[1] == ["update", "JobId=77", "AdminComment=iosets set=3 priority=0.001 source=model"]
+    assert scontrol_calls(fake)[2] == ["update", "JobId=77", "AdminComment=iosets set=3 priority=0.001 source=model"]
 
 
-def test_prolog_with_the_service_down_stamps_the_default_within_the_timeout(tmp_path):
+def test_a_job_without_a_batch_script_is_keyed_by_its_executable(tmp_path):
+    stub = StubService()
+    try:  # srun python3 train.py: Slurm's record keeps the executable alone (Command=, BatchFlag=0)
+        fake = fake_scontrol(tmp_path / "bin", "never read", batch="0", command="/usr/bin/python3", name="train")
+        done = run_hook("prolog_slurmctld", job_env(fake, stub.url, SLURM_JOB_NAME="train"))
+    finally:
+        stub.close()
+    assert (done.returncode, done.stderr) == (0, "")
+    assert stub.requests[0]["path"].startswith("/v1/recommendation?app=python3&")
+    assert [call[0] for call in scontrol_calls(fake)] == ["show", "update"]  # no batch script asked for
+
+
+def test_prolog_with_the_service_down_keeps_the_submit_time_tag(tmp_path):
     fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
     done = run_hook("prolog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}"))
     assert done.returncode == 0
-    assert done.stderr.startswith("iosets: job 77: default answer: http://127.0.0.1:")
+    assert done.stderr.startswith("iosets: job 77: tag kept: http://127.0.0.1:")
     assert done.stderr.endswith("Connection refused\n")  # at once, no timeout waited for
-    comment = "keep iosets set=99 priority=1e-99 source=unavailable conservative"
-    assert scontrol_calls(fake)[1] == ["update", "JobId=77", f"AdminComment={comment}"]
+    assert [call[0] for call in scontrol_calls(fake)] == ["show", "write"]  # no update: job_submit.lua's tag stays
+
+
+def test_prolog_with_the_service_down_and_no_tag_stamps_the_default_answer(tmp_path):
+    fake = fake_scontrol(tmp_path / "bin", admin_comment="site text")
+    done = run_hook("prolog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}"))
+    assert done.returncode == 0 and done.stderr.startswith("iosets: job 77: default answer: http://127.0.0.1:")
+    comment = "site text iosets set=99 priority=1e-99 source=unavailable conservative"
+    assert scontrol_calls(fake)[2] == ["update", "JobId=77", f"AdminComment={comment}"]
+
+
+def test_prolog_with_a_hung_service_keeps_the_tag_within_its_deadline(tmp_path):
+    stub = StubService(hold=True)  # answers nothing: only the prolog's deadline ends its wait
+    fake = fake_scontrol(tmp_path / "bin", admin_comment=LUA_COMMENT)
+    env = job_env(fake, stub.url, IOSETS_PROLOG_TIMEOUT="2")  # IOSETS_TIMEOUT is 30: the deadline is shorter
+    try:
+        done = run_hook("prolog_slurmctld", env)
+    finally:
+        stub.close()
+    assert done.returncode == 0 and len(stub.requests) == 1
+    # 2 s less the 1 s kept for scontrol update, less what scontrol took: under 1 s, never IOSETS_TIMEOUT's 30
+    kept = rf"iosets: job 77: tag kept: {stub.url}/v1/recommendation: no answer within 0\.\d+ s\n"
+    assert re.fullmatch(kept, done.stderr)
+    assert [call[0] for call in scontrol_calls(fake)] == ["show", "write"]
 
 
 def test_copied_hooks_read_iosets_conf(tmp_path):
     """The site's layout: scripts, helper and client.py in one folder, settings in iosets.conf, a bare environment."""
     folder = tmp_path / "etc"
     folder.mkdir()
-    for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py"):
+    for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py", "app_key.py"):
         shutil.copy2(SLURM_HOOKS / name, folder / name)
     shutil.copy2(CLIENT, folder / "client.py")
+    shutil.copy2(APP_NAME, folder / "app_name.py")
     (folder / "token").write_text("iosets_fromconf\n")
-    fake = fake_scontrol(tmp_path / "bin")
+    fake = fake_scontrol(tmp_path / "bin", "#!/bin/sh\nsrun -n 2 /opt/wrf/bin/wrf.exe namelist\n")
     stub = StubService()
     conf = [f"# iosets hooks\nIOSETS_URL={stub.url}", f"IOSETS_TOKEN_FILE={folder / 'token'}", f"PATH={fake['PATH']}"]
     conf.append("IOSETS_TIMEOUT=30")  # the stub answers at once: no timeout race
     (folder / "iosets.conf").write_text("\n".join([*conf, "not a setting", ""]))
     env = {"SLURM_JOB_ID": "5", "SLURM_JOB_UID": "1002", "SLURM_JOB_NAME": "wrf"}
-    env |= {k: fake[k] for k in ("FAKE_SCONTROL_LOG", "FAKE_SCONTROL_SHOW")}
+    env |= {k: fake[k] for k in ("FAKE_SCONTROL_LOG", "FAKE_SCONTROL_SHOW", "FAKE_SCONTROL_SCRIPT")}
     try:
         done = run_hook("prolog_slurmctld", env, folder)
     finally:
         stub.close()
     assert (done.returncode, done.stderr) == (0, "")
     (request,) = stub.requests
-    assert request["path"].startswith("/v1/recommendation?app=wrf&user=1002&nprocs=16&")
+    assert request["path"].startswith("/v1/recommendation?app=wrf.exe&user=1002&nprocs=16&")
     assert request["headers"]["Authorization"] == "Bearer iosets_fromconf"
     assert not (folder / "__pycache__").exists()
 
 
-def test_a_hook_that_crashes_still_exits_0(tmp_path):
+def test_a_hook_that_crashes_lets_the_job_go_on(tmp_path):
     done = run_hook("prolog_slurmctld", {"PATH": "/usr/bin:/bin"})  # no SLURM_JOB_ID at all
     assert done.returncode == 0 and done.stderr == "iosets: prolog failed: KeyError: 'SLURM_JOB_ID'\n"
+    done = run_hook("epilog_slurmctld", {"PATH": "/usr/bin:/bin"})  # the epilog says "not posted" to slurmctld's log
+    assert done.returncode == 4 and done.stderr == "iosets: epilog failed: KeyError: 'SLURM_JOB_ID'\n"
 
 
 @pytest.mark.parametrize(
@@ -230,10 +275,47 @@ def test_epilog_falls_back_to_the_row_when_the_log_is_refused(learned, tmp_path,
     assert (row["app"], row["runtime"], row["path"]) == ("A", 10.0, None)
 
 
-def test_epilog_with_the_service_down_exits_0(tmp_path):
+def test_epilog_posts_a_job_without_a_log_under_its_app_key(learned, tmp_path):
+    script = "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nmpirun -np 16 --bind-to core /opt/bin/A -i x\n"
+    fake = fake_scontrol(tmp_path / "bin", script, name="wrap", start="2026-11-23T16:29:42", end="2026-11-23T16:29:52")
+    env = job_env(fake, learned.url, learned.token, SLURM_JOB_ID="88", SLURM_JOB_NAME="wrap")
+    done = run_hook("epilog_slurmctld", env)
+    assert (done.returncode, done.stderr) == (0, "")
+    row = learned.get("/v1/jobs/88").json()
+    assert (row["app"], row["user"], row["nprocs"], row["runtime"], row["w_iter"]) == ("A", "1001", 16, 10.0, None)
+    assert len(learned.get("/v1/jobs", app="A").json()["jobs"]) == 21  # beside the 20 Darshan-like rows of A
+
+
+def test_epilog_with_the_service_down_exits_3_for_slurmctlds_log(tmp_path):
     fake = fake_scontrol(tmp_path / "bin", end="2026-11-23T16:31:12")
     done = run_hook("epilog_slurmctld", job_env(fake, f"http://127.0.0.1:{closed_port()}", SLURM_JOB_ID="88"))
-    assert done.returncode == 0 and done.stderr.startswith("iosets: job 88: not posted: http://127.0.0.1:")
+    assert done.returncode == slurmctld.EXIT_UNREACHABLE == 3
+    assert done.stderr.startswith("iosets: job 88: not posted: http://127.0.0.1:")
+
+
+def test_epilog_refused_exits_4(tmp_path):
+    stub = StubService((422, {"detail": "app: too long"}))
+    fake = fake_scontrol(tmp_path / "bin", end="2026-11-23T16:31:12")
+    try:
+        done = run_hook("epilog_slurmctld", job_env(fake, stub.url, SLURM_JOB_ID="88"))
+    finally:
+        stub.close()
+    assert done.returncode == slurmctld.EXIT_NOT_POSTED == 4
+    assert done.stderr == "iosets: job 88: not posted: HTTP 422: app: too long\n"
+
+
+def test_epilog_with_a_hung_service_ends_within_its_deadline(tmp_path):
+    stub = StubService(hold=True)
+    fake = fake_scontrol(tmp_path / "bin", end="2026-11-23T16:31:12")
+    env = job_env(fake, stub.url, SLURM_JOB_ID="88", IOSETS_POST_TIMEOUT="30", IOSETS_EPILOG_TIMEOUT="1.5")
+    try:
+        done = run_hook("epilog_slurmctld", env)
+    finally:
+        stub.close()
+    assert done.returncode == 3 and len(stub.requests) == 1
+    # the post got what the deadline left (under 1.5 s), never IOSETS_POST_TIMEOUT's 30
+    lost = rf"iosets: job 88: not posted: {stub.url}/v1/jobs: no answer within (1\.[0-4]|0\.)\d* s\n"
+    assert re.fullmatch(lost, done.stderr)
 
 
 def test_darshan_pattern_expansion(tmp_path):
@@ -260,8 +342,8 @@ def lua_hook(runtime_module, check: int = 2):
     source = (SLURM_HOOKS / "job_submit.lua").read_text().replace("IOSETS_CHECK = 2", f"IOSETS_CHECK = {check}")
     lua.execute(source)
 
-    def submit(uid, name, admin_comment=None):
-        job_desc = lua.table_from({"user_id": uid, "name": name, "admin_comment": admin_comment})
+    def submit(uid, name, admin_comment=None, script=None):
+        job_desc = lua.table_from({"user_id": uid, "name": name, "admin_comment": admin_comment, "script": script})
         assert lua.globals().slurm_job_submit(job_desc, None, uid) == 0
         return job_desc["admin_comment"]
 
@@ -295,6 +377,79 @@ def test_job_submit_lua_gives_the_services_answer(serve, tmp_path, monkeypatch, 
     default = served("never_seen", "4242")
     assert default.startswith("iosets set=") and " source=default conservative" in default
     assert submit(4242, "never_seen") == default.replace("source=default", "source=lua:default")
+
+
+@pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
+def test_job_submit_lua_tags_from_an_empty_store(serve, tmp_path, monkeypatch, runtime_module):
+    lua_out = tmp_path / "slurm" / "iosets.lua"
+    server = serve(lua_out=lua_out)
+    wait_for(lua_out.exists)  # written at start, before any job is stored
+    monkeypatch.setenv("IOSETS_LUA", str(lua_out))
+    lua, submit = lua_hook(runtime_module)
+    served = server.get("/v1/recommendation", app="lmp", user="1001").json()
+    assert client.tag(served) == "iosets set=99 priority=1e-99 source=default conservative"
+    assert (served["set"], served["priority"]) == (client.DEFAULT_SET, 10.0**-client.DEFAULT_SET)
+    down = client.default_answer(environ={})  # what the hooks stamp when the service cannot answer
+    assert (down["set"], down["priority"], down["conservative"]) == (served["set"], served["priority"], True)
+    assert submit(1001, "lmp", "keep") == "keep iosets set=99 priority=1e-99 source=lua:default conservative"
+    assert list(lua.globals().logged.values()) == []  # no "cannot load"
+
+
+APP_KEYS = {  # batch script -> the app key (what app_name gives the program Darshan would record)
+    "#!/bin/sh\n# This script was created by sbatch --wrap.\n\nsleep 1\n": "sleep",
+    "#!/bin/bash\n#SBATCH -J named\nmodule load x\nexport OMP=4\nsrun -n 1 /opt/lammps/bin/lmp -in in.lj\n": "lmp",
+    "mpirun -np 4 --bind-to core ./ior -w": "ior",
+    "for i in 1 2; do srun $EXE; done\nsrun -N2 --ntasks-per-node 4 python3 -u /home/u/dlio/main.py w=u": "main.py",
+    "cd d && python -m pkg.mod": "pkg.mod",
+    "export A=1\n./a.out | tee log": "a.out",
+    "srun --mpi=pmix -l env OMP_NUM_THREADS=4 julia-1.9 -t4 sim.jl": "sim.jl",
+    "java -cp lib.jar -jar /opt/x/app.jar": "app.jar",
+    "Rscript -e 'print(1)'": "Rscript -e",
+    "R CMD BATCH analysis.R": "analysis.R",
+    "perl -Ilib -w tool.pl": "tool.pl",
+    'mpiexec -n 8 "/opt/my app/bin/solver" --in a\\\n b': "solver",
+    "FOO=1 BAR='x y' time ./bench": "bench",
+    "if [ -f x ]; then\n  echo yes\nfi\nexec ./final": "final",
+    "python3.11 -X dev -W error -m pkg.main": "pkg.main",
+    "python -uc 'x'": "python -c",
+    "srun \\\n  -n 4 \\\n  ./continued": "continued",  # backslash-newlines join the lines
+    "srun ./early\ncat <<EOF\n" + "x" * 300_000 + "\nEOF\n": "early",  # a here-document after the command
+    "#!/bin/sh\n" + "#" * 70_000 + "\nsrun ./late\n": "NAME",  # past the first 64 KiB: not read
+    "#!/bin/sh\n# only comments\n": "NAME",  # no program: the job's name
+    "srun": "NAME",
+}
+
+
+@pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
+def test_the_app_key_is_the_same_in_lua_in_the_hooks_and_in_darshan_rows(tmp_path, monkeypatch, runtime_module):
+    keys = sorted({*APP_KEYS.values(), "python3"})
+    apps = ", ".join(f"[{json.dumps(key)}] = {{set = {k}, priority = 1}}" for k, key in enumerate(keys))
+    path = tmp_path / "iosets.lua"
+    path.write_text(f"return {{version = 1, default = {{set = 99, priority = 1}}, users = {{}}, apps = {{{apps}}}}}")
+    monkeypatch.setenv("IOSETS_LUA", str(path))
+    lua, submit = lua_hook(runtime_module)
+    app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_under_test")
+    for script, key in APP_KEYS.items():
+        assert app_key.app_key(script=script, name="NAME") == key, script
+        assert submit(1, "NAME", script=script) == f"iosets set={keys.index(key)} priority=1 source=lua:app", script
+    argv = lua.table_from({0: "/usr/bin/python3", 1: "train.py"})  # srun's job: argv 0-based, no script
+    job_desc = lua.table_from({"user_id": 1, "name": "NAME", "argv": argv, "argc": 2})
+    lua.globals().slurm_job_submit(job_desc, None, 1)
+    assert job_desc["admin_comment"] == f"iosets set={keys.index('python3')} priority=1 source=lua:app"
+    assert app_key.app_key(command="/usr/bin/python3") == "python3"  # the prolog's key of the same job
+    words = app_key.batch_command("srun -n 4 /opt/lammps/bin/lmp -in in.lj")
+    assert app_name(" ".join(words)) == app_key.app_key(script="srun -n 4 lmp -in in.lj") == "lmp"  # Darshan's rule
+
+
+def test_the_lua_rule_lists_the_words_app_key_lists():
+    """Launchers, their flags, setup commands, prefixes and constructs: the same sets in Lua and in Python."""
+    source = (SLURM_HOOKS / "job_submit.lua").read_text()
+    app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_words")
+    for name in ("LAUNCHERS", "LAUNCHER_FLAGS", "SETUP", "PREFIXES", "CONSTRUCTS"):
+        listed = re.search(rf"^local IOSETS_{name} = iosets_set\((.*?)\)$", source, re.MULTILINE | re.DOTALL)
+        assert listed is not None, name
+        assert set(re.findall(r'"([^"]*)"', listed[1])) == getattr(app_key, name), name
+    assert re.search(r"^local IOSETS_SCRIPT_MAX = (\d+) ", source, re.MULTILINE)[1] == str(app_key.SCRIPT_MAX)
 
 
 def document(set_: int) -> str:

@@ -119,8 +119,8 @@ def test_an_empty_store_answers_the_default_set(client, auth):
         "nprocs": None,
         "requested_time": None,
         "job_id": "7",
-        "set": 0,
-        "priority": 1.0,
+        "set": 99,  # the hooks' default answer: iosets.api.client.DEFAULT_SET
+        "priority": 1e-99,
         "conservative": True,
         "wfq_weight": 1 << 20,
         "rbfq_reservation": None,

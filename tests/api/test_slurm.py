@@ -3,7 +3,9 @@
 Debian's ``slurmctld``, ``slurmd`` and ``munge`` run as root in a temporary folder (a private
 munged on its own socket, ``AuthInfo=socket=...``), ``sbatch --wrap`` jobs pass through the hooks,
 and the test checks the AdminComment they stamp and the rows the epilog posts to a live
-``iosets serve``. Skipped with the reason when Slurm or munge is missing (or not root); failed
+``iosets serve``: from an empty store and from a learned one, and while the service hangs
+(SIGSTOP) or is stopped. A job's app is the program its script runs (a script named like
+the app in ``bin/``), never its name. Skipped with the reason when Slurm or munge is missing (or not root); failed
 instead when ``IOSETS_REQUIRE_SLURM=1``.
 """
 
@@ -20,7 +22,9 @@ import pytest
 
 from iosets.api.client import tag
 
-from .hookkit import CLIENT, SLURM_HOOKS, learned_jobs
+from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, learned_jobs
+
+APP_NAME = HOOKS.parents[1] / "analyzer" / "_ingest" / "_app_name.py"
 
 pytestmark = pytest.mark.slow
 
@@ -99,19 +103,28 @@ class Slurm:
         self.daemon_env = {**self.env, "IOSETS_LUA": str(lua_file)}  # read by job_submit.lua inside slurmctld
         self.processes: list[subprocess.Popen] = []
         (folder / "munge").mkdir(mode=0o700)
-        for sub in ("state", "spool", "hooks", "out"):
+        for sub in ("state", "spool", "hooks", "out", "bin"):
             (folder / sub).mkdir()
+        for app in ("A", "never_seen"):  # the programs the jobs run: their app keys
+            (folder / "bin" / app).write_text("#!/bin/sh\nsleep 1\n")
+            (folder / "bin" / app).chmod(0o755)
         key = folder / "munge" / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o600)
         conf = SLURM_CONF.format(d=folder, ctld_port=free_port(), d_port=free_port())
         (folder / "slurm.conf").write_text(conf)
         shutil.copy(SLURM_HOOKS / "job_submit.lua", folder / "job_submit.lua")  # beside slurm.conf
-        for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py"):
+        for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py", "job_log.py", "app_key.py"):
             shutil.copy2(SLURM_HOOKS / name, folder / "hooks" / name)
         shutil.copy(CLIENT, folder / "hooks" / "client.py")
-        settings = {**service_env, "SLURM_CONF": str(folder / "slurm.conf"), "PATH": "/usr/bin:/bin"}
-        (folder / "hooks" / "iosets.conf").write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        shutil.copy(APP_NAME, folder / "hooks" / "app_name.py")
+        self.settings = {**service_env, "SLURM_CONF": str(folder / "slurm.conf"), "PATH": "/usr/bin:/bin"}
+        self.configure()
+
+    def configure(self, **settings: str) -> None:
+        """(Re)write the hooks' iosets.conf with ``settings`` over the first ones; each hook run reads it."""
+        self.settings |= settings
+        (self.d / "hooks" / "iosets.conf").write_text("".join(f"{k}={v}\n" for k, v in self.settings.items()))
 
     def spawn(self, name: str, *args: str) -> None:
         with (self.d / f"{name}.out").open("wb") as out:
@@ -149,6 +162,10 @@ class Slurm:
     def sbatch(self, *args: str) -> str:
         return self.run("sbatch", "--parsable", f"--output={self.d}/out/%j.out", *args).strip().split(";")[0]
 
+    def program(self, app: str) -> str:
+        """The path of the program whose app key is ``app`` (for ``--wrap``)."""
+        return str(self.d / "bin" / app)
+
     def job(self, job_id: str) -> dict[str, str]:
         """``scontrol show job``: fields, the AdminComment line whole."""
         fields = {}
@@ -172,36 +189,43 @@ class Slurm:
 
 
 @pytest.fixture
-def slurm_with_service(serve, tmp_path):
-    """A live service that learned app A (set 2), its --lua-out file, and a Slurm whose hooks use both."""
+def start_slurm(serve, tmp_path):
+    """``start_slurm(learned)``: a live service (that learned app A, set 2, when ``learned``), its --lua-out
+    file, and a Slurm whose hooks use both; ``(slurm, server)``."""
     require_slurm()
-    lua_out = tmp_path / "iosets.lua"
-    server = serve(lua_out=lua_out)
-    for row in learned_jobs("A", "1001"):
-        assert server.post_job(row).status_code == 201
-    wait_for("the --lua-out file", lambda: lua_out.exists() and '["A"]' in lua_out.read_text())
-    token = tmp_path / "token"
-    token.write_text(server.token)
-    token.chmod(0o600)
-    folder = Path(tempfile.mkdtemp(prefix="iosets-slurm-", dir="/tmp"))  # short: unix socket paths are limited
-    service_env = {"IOSETS_URL": server.url, "IOSETS_TOKEN_FILE": str(token), "IOSETS_TIMEOUT": "30"}  # refits
-    slurm = Slurm(folder, service_env, lua_out)
-    try:
+    started = []
+
+    def start(learned: bool):
+        lua_out = tmp_path / "iosets.lua"
+        server = serve(lua_out=lua_out)
+        for row in learned_jobs("A", "1001") if learned else []:
+            assert server.post_job(row).status_code == 201
+        wait_for("the --lua-out file", lambda: lua_out.exists() and (not learned or '["A"]' in lua_out.read_text()))
+        token = tmp_path / "token"
+        token.write_text(server.token)
+        token.chmod(0o600)
+        folder = Path(tempfile.mkdtemp(prefix="iosets-slurm-", dir="/tmp"))  # short: unix socket paths are limited
+        service_env = {"IOSETS_URL": server.url, "IOSETS_TOKEN_FILE": str(token), "IOSETS_TIMEOUT": "30"}  # refits
+        service_env |= {"IOSETS_PROLOG_TIMEOUT": "40", "IOSETS_EPILOG_TIMEOUT": "40"}  # a loaded machine's refits
+        slurm = Slurm(folder, service_env, lua_out)
+        started.append(slurm)
         slurm.start()
-        yield slurm, server
-    finally:
+        return slurm, server
+
+    yield start
+    for slurm in started:
         slurm.stop()
-        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(slurm.d, ignore_errors=True)
 
 
-def test_slurm_jobs_carry_the_services_answer_and_are_posted(slurm_with_service):
-    slurm, server = slurm_with_service
+def test_slurm_jobs_carry_the_services_answer_and_are_posted(start_slurm):
+    slurm, server = start_slurm(learned=True)
 
     def served(app: str, **asked) -> str:
         return tag(server.get("/v1/recommendation", app=app, user="0", **asked).json())
 
-    held = slurm.sbatch("--hold", "-J", "A", "-t", "10", "--wrap", "sleep 1")
-    unknown = slurm.sbatch("-J", "never_seen", "-t", "5", "--wrap", "sleep 1")
+    held = slurm.sbatch("--hold", "-J", "not_the_key", "-t", "10", "--wrap", slurm.program("A"))
+    unknown = slurm.sbatch("-J", "A", "-t", "5", "--wrap", slurm.program("never_seen"))  # the name is no key
     # at submission, job_submit.lua answers from the --lua-out file: root (uid 0) has no entry, the app has
     assert served("A") == "iosets set=2 priority=0.01 source=history"
     assert slurm.job(held)["AdminComment"] == "iosets set=2 priority=0.01 source=lua:app"
@@ -220,3 +244,41 @@ def test_slurm_jobs_carry_the_services_answer_and_are_posted(slurm_with_service)
         assert (row["app"], row["user"], row["nprocs"], row["start"], row["end"]) == (app, "0", 1, start, end)
         assert row["runtime"] == end - start
     assert len(server.get("/v1/jobs", app="A").json()["jobs"]) == 21  # the 20 learned ones and the Slurm job
+
+
+def test_slurm_tags_from_an_empty_store_and_stores_jobs_without_darshan_logs(start_slurm):
+    slurm, server = start_slurm(learned=False)
+    job = slurm.sbatch("--hold", "-J", "wrap_job", "-t", "10", "--wrap", slurm.program("A"))
+    assert slurm.job(job)["AdminComment"] == "iosets set=99 priority=1e-99 source=lua:default conservative"
+    assert "cannot load" not in (slurm.d / "slurmctld.log").read_text()
+    slurm.run("scontrol", "release", job)
+    wait_for(f"job {job} completed", lambda: slurm.job(job)["JobState"] == "COMPLETED")
+    wait_for(f"job {job} posted", lambda: server.get(f"/v1/jobs/{job}").status_code == 200)
+    row = server.get(f"/v1/jobs/{job}").json()  # no Darshan log: what Slurm knows, under the app key
+    assert (row["app"], row["user"], row["nprocs"], row["w_iter"], row["path"]) == ("A", "0", 1, None, None)
+    assert row["runtime"] is not None and row["runtime"] >= 0
+
+
+def test_slurm_keeps_the_tag_and_ends_jobs_while_the_service_hangs_or_is_stopped(start_slurm):
+    slurm, server = start_slurm(learned=True)
+    slurm.configure(IOSETS_PROLOG_TIMEOUT="3", IOSETS_EPILOG_TIMEOUT="3")  # IOSETS_TIMEOUT stays 30
+    submitted = "iosets set=2 priority=0.01 source=lua:app"
+    log = slurm.d / "slurmctld.log"
+    for outage in ("hangs", "stopped"):
+        job = slurm.sbatch("--hold", "-t", "10", "--wrap", slurm.program("A"))
+        assert slurm.job(job)["AdminComment"] == submitted
+        if outage == "hangs":
+            server.process.send_signal(signal.SIGSTOP)
+        else:
+            server.process.send_signal(signal.SIGCONT)
+            server.stop()
+        try:
+            slurm.run("scontrol", "release", job)
+            # the prolog and the epilog give up within their 3 s: the job leaves COMPLETING
+            wait_for(f"job {job} completed ({outage})", lambda j=job: slurm.job(j)["JobState"] == "COMPLETED", [log])
+            ended = f"JobId={job} EpilogSlurmctld exit status"
+            wait_for(f"job {job}'s epilog logged", lambda e=ended: e in log.read_text())
+        finally:
+            server.process.send_signal(signal.SIGCONT)
+        assert slurm.job(job)["AdminComment"] == submitted  # never replaced by the default answer
+        assert f"JobId={job} EpilogSlurmctld exit status 3:0" in log.read_text()  # 3: the service did not answer

@@ -7,9 +7,20 @@ the iosets package this file sits in (``iosets/api/client.py``).
 slurmctld gives its scripts an almost empty environment (the job's ``SLURM_*`` variables,
 no ``PATH``), so ``iosets.conf`` beside the scripts may hold ``KEY=VALUE`` lines (``#``
 comments) that fill in what the environment lacks: ``IOSETS_URL``, ``IOSETS_TOKEN_FILE``,
-``IOSETS_TIMEOUT``, ``IOSETS_DARSHAN_PATTERN``, ``SLURM_CONF``, ``PATH``... Both scripts
-exit 0 whatever happens (a failing PrologSlurmctld would requeue the job): trouble is
-one line on stderr.
+``IOSETS_TIMEOUT``, ``IOSETS_DARSHAN_PATTERN``, ``SLURM_CONF``, ``PATH``... Trouble is one
+line on stderr.
+
+The job's app is its key (``app_key.py`` beside this file): the program its batch script
+launches, named as Darshan rows name theirs, read from Slurm's job record
+(``scontrol write batch_script``), never the job's name unless nothing else is found.
+
+Each script ends within its deadline, every step included: the prolog within
+``IOSETS_PROLOG_TIMEOUT`` (default 5 s), the epilog within ``IOSETS_EPILOG_TIMEOUT`` (default
+10 s); a step that would pass it gets what is left. The prolog exits 0 whatever happens (a
+failing PrologSlurmctld would requeue the job), and keeps the tag job_submit.lua stamped when
+the service does not answer. The epilog exits 0 when the job is posted, else
+``EXIT_UNREACHABLE`` (3) or ``EXIT_NOT_POSTED`` (4): slurmctld's log then says
+``EpilogSlurmctld exit status 3:0`` for the job (the job itself is not affected).
 
 The epilog reads the job's Darshan log with ``job_log.py`` (beside this file): as the job's
 user (``SLURM_JOB_UID``, ``SLURM_JOB_GID``, ``SLURM_JOB_USER``) when it runs as root; no
@@ -29,18 +40,41 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 CONFIG_NAME = "iosets.conf"
 SCONTROL_TIMEOUT = 5.0
+"""Seconds one ``scontrol`` call may take (less when the script's deadline is nearer)."""
+UPDATE_TIME = 1.0
+"""Seconds of the prolog's deadline kept for its ``scontrol update`` after the service's answer."""
+PROLOG_TIMEOUT = 5.0
+"""Seconds the prolog takes at most, every step included (``IOSETS_PROLOG_TIMEOUT``)."""
+EPILOG_TIMEOUT = 10.0
+"""Seconds the epilog takes at most, every step included (``IOSETS_EPILOG_TIMEOUT``)."""
+EXIT_UNREACHABLE = 3
+"""The epilog's exit code when the service did not answer: the job is not posted."""
+EXIT_NOT_POSTED = 4
+"""The epilog's exit code when the service refused the job, or the row could not be built."""
 LOG_MAX_MB = 64.0
 """Largest Darshan log the epilog reads (``IOSETS_LOG_MAX_MB``), MB."""
 READ_TIMEOUT = 5.0
 """Seconds the epilog gives the log's reading in all (``IOSETS_READ_TIMEOUT``)."""
 TAG = re.compile(r"\s*\biosets set=\S+ priority=\S+ source=\S+( conservative)?")
 _FREE_TEXT = ("AdminComment=", "Comment=", "SystemComment=", "Command=", "WorkDir=", "StdErr=", "StdIn=", "StdOut=")
+
+
+class Deadline:
+    """The moment a hook must be done by; each step waits at most what is left."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def left(self, step: float, *, keep: float = 0.0) -> float:
+        """``step`` seconds, or what is left less ``keep`` (for the steps after) when less; 0 once passed."""
+        return max(min(step, self.at - time.monotonic() - keep), 0.0)
 
 
 def hook_environment(environ: Mapping[str, str], config: Path = HERE / CONFIG_NAME) -> dict[str, str]:
@@ -72,16 +106,41 @@ def load_module(path: Path, name: str) -> ModuleType:
     return module
 
 
-def show_job(job_id: str, env: Mapping[str, str]) -> dict[str, str]:
+def show_job(job_id: str, env: Mapping[str, str], deadline: Deadline) -> dict[str, str]:
     """``scontrol show job ID`` as ``{field: value}``; empty when scontrol fails."""
+    shown = scontrol(["show", "job", job_id], env, deadline)
+    return parse_job(shown or "")
+
+
+def batch_script(record: Mapping[str, str], env: Mapping[str, str], deadline: Deadline) -> str | None:
+    """The job's batch script (``scontrol write batch_script ID -``); None for a job without one.
+
+    Only a batch job is asked: for another, scontrol prints its refusal on stdout and exits 0.
+    """
+    if not batch(record) or not record.get("JobId"):
+        return None
+    return scontrol(["write", "batch_script", record["JobId"], "-"], env, deadline, quiet=True)
+
+
+def scontrol(args: list[str], env: Mapping[str, str], deadline: Deadline, *, quiet: bool = False) -> str | None:
+    """``scontrol ARGS``'s output within the deadline (at most ``SCONTROL_TIMEOUT``); None when it fails.
+
+    A failure is logged unless ``quiet`` (a job without a batch script is no trouble).
+    """
+    timeout = deadline.left(SCONTROL_TIMEOUT)
     try:
-        shown = subprocess.run(
-            ["scontrol", "show", "job", job_id], env=env, capture_output=True, text=True, timeout=SCONTROL_TIMEOUT
-        )
+        if timeout <= 0:
+            raise subprocess.TimeoutExpired("scontrol", 0)
+        done = subprocess.run(["scontrol", *args], env=env, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired) as error:
-        log(f"scontrol show job {job_id}: {error}")
-        return {}
-    return parse_job(shown.stdout)
+        if not quiet:
+            log(f"scontrol {' '.join(args)}: {error}")
+        return None
+    if done.returncode != 0:
+        if not quiet:
+            log(f"scontrol {' '.join(args)}: {done.stderr.strip()}")
+        return None
+    return done.stdout
 
 
 def parse_job(text: str) -> dict[str, str]:
@@ -121,10 +180,24 @@ def number(text: str | None) -> int | None:
     return int(text) if text and text.isdigit() else None
 
 
-def job_request(env: Mapping[str, str], record: Mapping[str, str]) -> dict:
-    """The recommendation request of a job: its name as the app, its numeric uid as the user (as Darshan's)."""
+def job_app(env: Mapping[str, str], record: Mapping[str, str], script: str | None) -> str:
+    """The job's app key (``app_key.py``): from its batch script, else the executable of a job without one
+    (``BatchFlag=0``: ``srun``, ``salloc``; a batch job's ``Command`` is its script's path), else its name."""
+    app_key = load_module(HERE / "app_key.py", "iosets_app_key")
+    name = env.get("SLURM_JOB_NAME") or record.get("JobName") or ""
+    command = record.get("Command") if not batch(record) else None
+    return app_key.app_key(script=script, command=command, name=name)
+
+
+def batch(record: Mapping[str, str]) -> bool:
+    """Whether the job has a batch script (``BatchFlag`` is not 0; a record without the field counts as one)."""
+    return record.get("BatchFlag") != "0"
+
+
+def job_request(env: Mapping[str, str], record: Mapping[str, str], script: str | None = None) -> dict:
+    """The recommendation request of a job: its app key, its numeric uid as the user (as Darshan's)."""
     return {
-        "app": env.get("SLURM_JOB_NAME") or record.get("JobName") or "",
+        "app": job_app(env, record, script),
         "user": env.get("SLURM_JOB_UID") or re.sub(r"^.*\((\d+)\)$", r"\1", record.get("UserId", "")),
         "nprocs": number(record.get("NumTasks")) or number(record.get("NumCPUs")),
         "requested_time": seconds(record.get("TimeLimit")),
@@ -142,26 +215,37 @@ def retag(comment: str, new_tag: str) -> str:
 
 
 def prolog(environ: Mapping[str, str]) -> int:
-    """Stamp the starting job's AdminComment with the service's answer (the default one when it is down)."""
+    """Stamp the starting job's AdminComment with the service's answer.
+
+    When the service cannot answer, a tag already there (job_submit.lua's) is kept; without one,
+    the default answer is stamped.
+    """
     env = hook_environment(environ)
+    deadline = Deadline(positive(env, "IOSETS_PROLOG_TIMEOUT", PROLOG_TIMEOUT))
     client = load_client()
     job_id = env["SLURM_JOB_ID"]
-    record = show_job(job_id, env)
-    request = job_request(env, record)
-    answer = client.recommend(**request, connection=client.Connection.from_environment(env))
+    record = show_job(job_id, env, deadline)
+    if not record:  # an update would erase the comment it could not read
+        log(f"job {job_id}: not tagged: its record could not be read")
+        return 0
+    request = job_request(env, record, batch_script(record, env, deadline))
+    connection = client.Connection.from_environment(env)
+    connection = replace(connection, timeout=deadline.left(connection.timeout, keep=UPDATE_TIME))
+    answer = client.recommend(**request, connection=connection)
+    comment = record.get("AdminComment", "")
     if "error" in answer:
+        if TAG.search(comment):
+            log(f"job {job_id}: tag kept: {answer['error']}")
+            return 0
         log(f"job {job_id}: default answer: {answer['error']}")
-    comment = retag(record.get("AdminComment", ""), client.tag(answer))
-    update = ["scontrol", "update", f"JobId={job_id}", f"AdminComment={comment}"]
-    done = subprocess.run(update, env=env, capture_output=True, text=True, timeout=SCONTROL_TIMEOUT)
-    if done.returncode != 0:
-        log(f"job {job_id}: scontrol update failed: {done.stderr.strip()}")
+    update = ["update", f"JobId={job_id}", f"AdminComment={retag(comment, client.tag(answer))}"]
+    scontrol(update, env, deadline)
     return 0
 
 
-def finished_row(env: Mapping[str, str], record: Mapping[str, str]) -> dict:
-    """The jobs-table row of a finished job: id, uid, name as app, tasks, start, end, run time."""
-    request = job_request(env, record)
+def finished_row(env: Mapping[str, str], record: Mapping[str, str], script: str | None = None) -> dict:
+    """The jobs-table row of a finished job: id, uid, app key, tasks, start, end, run time."""
+    request = job_request(env, record, script)
     start, end = epoch(record.get("StartTime")), epoch(record.get("EndTime"))
     row = {key: request[key] for key in ("job_id", "user", "app", "nprocs")}
     row |= {"start": start, "end": end, "runtime": end - start if start is not None and end is not None else None}
@@ -175,7 +259,7 @@ def darshan_logs(pattern: str, env: Mapping[str, str]) -> list[str]:
     return sorted(glob.glob(expanded))
 
 
-def read_log(env: Mapping[str, str]):
+def read_log(env: Mapping[str, str], deadline: Deadline):
     """The job's first Darshan log (``job_log.JobLog``), read as its user; None when none or refused.
 
     A refusal is logged with its reason, never with the file's bytes.
@@ -194,7 +278,7 @@ def read_log(env: Mapping[str, str]):
             base=job_log.fixed_folder(pattern),
             owner=owner,
             limit=int(positive(env, "IOSETS_LOG_MAX_MB", LOG_MAX_MB) * 2**20),
-            timeout=positive(env, "IOSETS_READ_TIMEOUT", READ_TIMEOUT),
+            timeout=deadline.left(positive(env, "IOSETS_READ_TIMEOUT", READ_TIMEOUT)),
             label=pattern,
         )
     except ValueError as error:
@@ -219,32 +303,49 @@ def positive(env: Mapping[str, str], key: str, default: float) -> float:
 
 
 def epilog(environ: Mapping[str, str]) -> int:
-    """Post the finished job: its Darshan log when IOSETS_DARSHAN_PATTERN finds one it may read, else its row."""
+    """Post the finished job: its Darshan log when IOSETS_DARSHAN_PATTERN finds one it may read, else its row.
+
+    The row is what Slurm knows (app key, uid, tasks, start, end, run time): every finished job
+    is posted, with or without a log. Returns 0 when posted, else the code that says why not.
+    """
     env = hook_environment(environ)
+    deadline = Deadline(positive(env, "IOSETS_EPILOG_TIMEOUT", EPILOG_TIMEOUT))
     client = load_client()
     connection = client.Connection.from_environment(env)
     job_id = env["SLURM_JOB_ID"]
-    found = read_log(env)
+    found = read_log(env, deadline)
     try:
         if found is not None:
             try:
-                client.post_log(found.path, data=found.data, job_id=job_id, connection=connection)
+                timed = replace(connection, post_timeout=deadline.left(connection.post_timeout))
+                client.post_log(found.path, data=found.data, job_id=job_id, connection=timed)
                 return 0
             except client.Refused as error:  # a log the analyzer cannot read: the row still tells the job ran
                 log(f"job {job_id}: log {found.path} refused: {error}")
-        client.post_job(finished_row(env, show_job(job_id, env)), connection=connection)
-    except (client.Unreachable, client.Refused, OSError, ValueError) as error:
+        record = show_job(job_id, env, deadline)
+        row = finished_row(env, record, batch_script(record, env, deadline))
+        timed = replace(connection, post_timeout=deadline.left(connection.post_timeout))
+        client.post_job(row, connection=timed)
+    except client.Unreachable as error:
         log(f"job {job_id}: not posted: {error}")
+        return EXIT_UNREACHABLE
+    except (client.Refused, OSError, ValueError) as error:
+        log(f"job {job_id}: not posted: {error}")
+        return EXIT_NOT_POSTED
     return 0
 
 
 def run(hook) -> int:
-    """Run ``prolog`` or ``epilog`` on this process's environment; 0 whatever happens."""
+    """Run ``prolog`` or ``epilog`` on this process's environment; its code.
+
+    A hook that fails unexpectedly gives 0 (the prolog: the job must start) or ``EXIT_NOT_POSTED``
+    (the epilog: the job was not posted).
+    """
     try:
         return hook(os.environ)
     except Exception as error:  # noqa: BLE001 - a hook must never fail the job
         log(f"{hook.__name__} failed: {type(error).__name__}: {error}")
-        return 0
+        return EXIT_NOT_POSTED if hook is epilog else 0
 
 
 def log(message: str) -> None:
