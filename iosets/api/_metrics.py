@@ -8,6 +8,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+from ._observer import RequestObserver
+
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -42,29 +44,13 @@ class Metrics:
         return generate_latest(self.registry)
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(RequestObserver):
     """Pure ASGI middleware counting each request and timing it under its route's path template."""
 
     def __init__(self, app: Any, metrics: Metrics):
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        start = time.perf_counter()
-        status = [500]
-
-        async def send_status(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                status[0] = message["status"]
-            await send(message)
-
-        try:
-            await self.app(scope, receive, send_status)
-        finally:
-            route = scope.get("route")
-            path = getattr(route, "path", "unmatched")
-            self.metrics.requests.labels(path, scope["method"], str(status[0])).inc()
-            self.metrics.latency.labels(path).observe(time.perf_counter() - start)
+    def observe(self, scope: dict, route: str, status: int, seconds: float) -> None:
+        self.metrics.requests.labels(route, scope["method"], str(status)).inc()
+        self.metrics.latency.labels(route).observe(seconds)
