@@ -1,11 +1,14 @@
-"""`Service`: the store, the fitted recommender held in memory, and what keeps it up to date.
+"""`Service`: the store, what the service learned from it, and what keeps that up to date.
 
-Two recommenders answer, both fitted on the stored jobs under the newest policy: ``known``, fitted
-without the estimator's model (milliseconds), answers every app and (app, user) pair the history
-knows; ``model``, fitted with it (seconds) at start, on a policy change and every ``refit_interval``,
-answers the apps never seen. A new job marks its app stale: a background thread refits ``known`` at
-once, and a recommendation asked for a stale app waits for that refit, so it sees the job. A replica
-learns of another one's jobs and policies by polling the store's counts every second.
+Answers come from two parts. The evidence (:class:`Evidence`) holds each (app, user) pair's and each app's
+w_iter estimate and thin-evidence flags; a posted job updates its pair and its app at once, without reading
+the jobs table and without waiting for any refit, so its next recommendation sees it. The model is a
+:class:`iosets.recommender.Recommender` fitted with the estimator's model on a snapshot of the stored jobs:
+its mapping (sets, conservative set, priorities, weights, reservations) turns an estimate into an answer,
+and its regressor estimates apps never seen. It is refitted in a background thread once jobs arrived, no
+sooner after the previous refit than that one took, and swapped in whole; on a policy change it is refitted
+at once. A replica learns of another one's jobs and policies by polling the store's counts every second, and
+then rebuilds its evidence from the store.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import logging
 import threading
 import time
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..errors import InputError, IosetsError
 from ..schemas import JOBS
+from ._evidence import Evidence
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
@@ -41,16 +45,21 @@ class Conflict(IosetsError):
     """The request cannot be served in the store's present state (409)."""
 
 
+HALFLIFE = 5.0
+"""The estimator's EWMA half-life, in jobs (``WIterEstimator``'s default)."""
+
+
 @dataclass(frozen=True)
 class Fitted:
-    """What answers recommendations: the policy, the recommenders and the history they were fitted on."""
+    """What answers recommendations: the policy, the model fitted on a snapshot, and its view of the evidence."""
 
     policy: dict[str, Any]
-    history: pl.DataFrame
-    n_jobs: int
-    known: Any = None  # Recommender fitted without the model; None: no usable job, default answers
-    model: Any = None  # Recommender fitted with the model, for apps never seen
+    history: pl.DataFrame  # the snapshot the model was fitted on (fit history)
+    n_jobs: int  # stored jobs in the snapshot
+    known: Any = None  # the Recommender (with the estimator's model); None: no usable job, default answers
+    answers: Any = None  # a copy of ``known`` whose history look-ups are the live evidence
     fitted_at: float | None = None
+    generation: int = 0  # posts absorbed when the snapshot was read
 
 
 def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
@@ -94,7 +103,30 @@ def fit_recommender(policy: dict[str, Any], history: pl.DataFrame, *, use_model:
     params = {name: policy[name] for name in _POLICY_FIELDS}
     with warnings.catch_warnings():  # scaled reservations, capped weights: the service answers all the same
         warnings.simplefilter("ignore", UserWarning)
-        return Recommender(**params, estimator=WIterEstimator(use_model=use_model)).fit(history)
+        estimator = WIterEstimator(halflife=HALFLIFE, use_model=use_model)
+        return Recommender(**params, estimator=estimator).fit(history)
+
+
+def evidence_view(recommender: Any, evidence: Evidence) -> Any:
+    """A copy of a fitted Recommender that answers from ``evidence`` (its mapping and model kept)."""
+    import copy
+
+    view = copy.copy(recommender)
+    view.estimator_ = evidence.estimator_view(recommender.estimator_)
+    view._why_thin = evidence.reasons
+    return view
+
+
+def answer_one(view: Any, app: str, user: str, nprocs: float | None, requested_time: float | None) -> dict[str, Any]:
+    """``Recommender.predict_one`` of a view, its pair and app caches left aside (they hold the snapshot's)."""
+    from ..recommender._history import query_fields
+
+    fields = {"app": app, "user": user, "nprocs": nprocs, "requested_time": requested_time}
+    query = query_fields({key: value for key, value in fields.items() if value is not None})
+    estimate = view.estimator_._estimate_query(
+        query["app"], query["user"], query.get("nprocs"), query.get("requested_time")
+    )
+    return view._answers([(query["app"], query["user"])], [estimate])[0]
 
 
 class Service:
@@ -113,10 +145,14 @@ class Service:
         self.write_bucket = TokenBucket(settings.write_rate)
         self.store.add_policy(settings.policy.model_dump(), only_if_none=True)
         self._state: Fitted | None = None
-        self._fit_lock = threading.Lock()
-        self._pending: dict[str | None, int] = {}  # stale app -> the post generation that made it stale
-        self._generation = 0
-        self._model_due = False
+        self._fit_lock = threading.Lock()  # one refit at a time; posts never take it
+        self._evidence: Evidence | None = None
+        self._evidence_lock = threading.Lock()  # a post's update of the evidence, or its swap after a rebuild
+        self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
+        self._generation = 0  # jobs absorbed into the evidence
+        self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
+        self._unabsorbed = 0  # jobs inserted here, not absorbed yet
+        self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
         self._lua_due = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -155,29 +191,34 @@ class Service:
     # --------------------------------------------------------------------------- recommendations
 
     async def recommend(self, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The answer of each query (``app``, ``user``, optional ``nprocs``, ``requested_time``, ``job_id``)."""
-        if any(query["app"] in self._pending for query in queries) or self._state is None:
+        """The answer of each query (``app``, ``user``, optional ``nprocs``, ``requested_time``, ``job_id``).
+
+        From the evidence as it stands and the last model; waits for a fit only before the first one, or when
+        the last model saw no usable job and the evidence now has one (a first mapping to answer with).
+        """
+        if self._unfitted():
             await run_in_threadpool(self.refresh)
         state = self._state
         assert state is not None  # refresh fitted it
         return [self._answer(state, query) for query in queries]
 
+    def _unfitted(self) -> bool:
+        """No model yet, or a model of no usable job while the evidence has one."""
+        state, evidence = self._state, self._evidence
+        return state is None or (state.known is None and evidence is not None and bool(evidence.pairs))
+
     def refresh(self) -> None:
-        """Refit the recommender of the known apps now if a job arrived since (or nothing is fitted yet)."""
-        if self._pending or self._state is None:
-            self._refit(with_model=False)
+        """Refit the model now on the stored jobs if a job arrived since the last fit (or nothing is fitted)."""
+        state = self._state
+        if state is None or self._generation != state.generation or self._unfitted():
+            self._refit()
 
     def _answer(self, state: Fitted, query: dict[str, Any]) -> dict[str, Any]:
         asked = {name: query.get(name) for name in QUERY_FIELDS}
         if state.known is None:
             return {**asked, **default_answer(state.policy), "policy_version": state.policy["version"]}
-        fields = {name: asked[name] for name in ("app", "user", "nprocs", "requested_time")}
-        answer = state.known.predict_one(**fields)
-        if answer["estimate_source"] == "none" and state.model is not None:
-            modelled = state.model.predict_one(**fields)
-            answer = modelled if modelled["estimate_source"] == "model" else answer
+        answer = answer_one(state.answers, asked["app"], asked["user"], asked["nprocs"], asked["requested_time"])
         source = answer.pop("estimate_source")
-        answer = {key: value for key, value in answer.items() if key not in fields}
         answer["source"] = "default" if source == "none" else source
         return {**asked, **answer, "policy_version": state.policy["version"]}
 
@@ -187,14 +228,31 @@ class Service:
         """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``."""
         row = {name: row.get(name) for name in JOBS.names}
         frame = JOBS.validate(pl.DataFrame([row], schema=JOBS.polars), source=f"job {row['job_id']!r}")
-        stored, created = self.store.insert_job(frame.row(0, named=True))
+        with self._insert_lock:
+            stored, created = self.store.insert_job(frame.row(0, named=True))
+            self._unabsorbed += created
         if created:
             self.metrics.jobs_stored.inc()
-            with self._fit_lock:
-                self._generation += 1
-                self._pending[stored["app"]] = self._generation
+            self._absorb(stored)
+            with self._insert_lock:
+                self._unabsorbed -= 1
             self._wake.set()
         return stored, created
+
+    def _absorb(self, stored: dict[str, Any]) -> None:
+        """Teach the evidence a stored job (and keep it for a rebuild under way)."""
+        schema = {**JOBS.polars, "received_at": pl.Float64}
+        frame = pl.DataFrame([{name: stored.get(name) for name in schema}], schema=schema)
+        learned = fit_history(frame)
+        with self._evidence_lock:
+            if self._evidence is not None:
+                if learned.height:
+                    self._evidence.add(learned)
+                else:
+                    self._evidence.count(1)
+            if self._recording is not None:
+                self._recording.append(stored)
+            self._generation += 1
 
     def add_log(self, path: Path, name: str, job_id: str | None = None) -> tuple[dict[str, Any], bool]:
         """Analyse an uploaded Darshan log (darshan-util in a worker process) and store its row as ``name``'s."""
@@ -218,7 +276,7 @@ class Service:
         users = users.sort(["count", "user"], descending=[True, False])
         seen = jobs.select(pl.coalesce("start", "received_at"))[:, 0]
         top_user = users["user"][0] if users.height else "unknown"  # the app's answer for a user never seen
-        if app in self._pending or self._state is None:
+        if self._unfitted():
             self.refresh()
         assert self._state is not None
         return {
@@ -250,9 +308,7 @@ class Service:
         if state is not None and _usable(state.history):
             fit_recommender(params, state.history, use_model=False)  # InputError (422) before anything is stored
         policy = self.store.add_policy(params)
-        self._model_due = True
-        self._refit(with_model=False)
-        self._wake.set()
+        self._refit()
         return policy
 
     def export(self, fmt: str, *, active: list[str] | None = None, rpc_capacity: float | None = None) -> str:
@@ -330,27 +386,64 @@ class Service:
 
     # ---------------------------------------------------------------------------------- refits
 
-    def _refit(self, *, with_model: bool) -> None:
-        """Refit on the stored jobs under the newest policy (``with_model``: the model too, outside the lock)."""
+    def _refit(self) -> None:
+        """Fit the model on a snapshot of the stored jobs under the newest policy and swap it in.
+
+        The evidence is rebuilt from the same snapshot when there is none yet, when it learned under another
+        ``min_confidence``, or when the store holds jobs it was not told of (another replica's); posts that
+        arrive meanwhile are replayed into the new evidence before it replaces the old one.
+        """
         started = time.perf_counter()
         with self._fit_lock:
-            seen = self._generation
             policy = self.current_policy()
+            evidence = self._evidence
+            rebuild = evidence is None or evidence.min_confidence != policy["min_confidence"] or self._foreign() > 0
+            with self._evidence_lock:
+                generation = self._generation
+                if rebuild:
+                    self._recording = []
             stored = self.store.history()
             history = fit_history(stored)
+            if rebuild:
+                evidence = self._rebuild(stored, history, float(policy["min_confidence"]))
+            assert evidence is not None  # rebuilt when there was none
             previous = self._state if self._state is not None and self._state.policy == policy else None
-            known = self._fit(policy, history, use_model=False, fallback=previous and previous.known)
-            model = previous and previous.model
-            self._state = Fitted(policy, history, stored.height, known, model, time.time())
-            self._pending = {app: made for app, made in self._pending.items() if made > seen}
+            known = self._fit(policy, history, use_model=True, fallback=previous and previous.known)
+            view = None if known is None else evidence_view(known, evidence)
+            self._state = Fitted(policy, history, stored.height, known, view, time.time(), generation)
             self._lua_due = True
-        if with_model and known is not None:
-            model = self._fit(policy, history, use_model=True, fallback=None)
-            with self._fit_lock:
-                if self._state.policy["version"] == policy["version"]:
-                    self._state = replace(self._state, model=model)
         self.metrics.refit_seconds.observe(time.perf_counter() - started)
         self.metrics.refits.inc()
+
+    def _rebuild(self, stored: pl.DataFrame, history: pl.DataFrame, min_confidence: float) -> Evidence:
+        """The evidence of a snapshot plus the posts recorded since it began; swapped in for the old one."""
+        evidence = Evidence.build(history, halflife=HALFLIFE, min_confidence=min_confidence)
+        evidence.count(stored.height - history.height)
+        with self._evidence_lock:
+            recorded = self._recording or []
+            ids = [row["job_id"] for row in recorded]
+            seen = set(stored.filter(pl.col("job_id").is_in(ids))["job_id"].to_list()) if ids else set()
+            missed = [row for row in recorded if row["job_id"] not in seen]
+            if missed:
+                schema = {**JOBS.polars, "received_at": pl.Float64}
+                frame = pl.DataFrame([{name: row.get(name) for name in schema} for row in missed], schema=schema)
+                learned = fit_history(frame)
+                if learned.height:
+                    evidence.add(learned)
+                evidence.count(frame.height - learned.height)
+            self._evidence, self._recording = evidence, None
+        return evidence
+
+    def _foreign(self, counted: tuple[int, int] | None = None) -> int:
+        """Stored jobs the evidence was not told of (another replica's); never counts a post under way.
+
+        ``counted``: (stored jobs, posts not absorbed yet), read together under the insert lock.
+        """
+        if counted is None:
+            with self._insert_lock:
+                counted = (self.store.count_jobs(), self._unabsorbed)
+        evidence = self._evidence  # read after: it may have absorbed more, never fewer
+        return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
 
     @staticmethod
     def _fit(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool, fallback: Any) -> Any:
@@ -374,27 +467,36 @@ class Service:
         export(state.known.predict(state.history), "lua", self.settings.lua_out, recommender=state.known)
 
     def _run(self) -> None:
-        """The background thread: first fit, then refits on new jobs, new policies and every refit_interval."""
-        last_full = -float("inf")
+        """The background thread: first fit, then refits on new jobs, new policies and other replicas' jobs."""
         while not self._stop.is_set():
             try:
-                if self._tick(full_due=time.monotonic() - last_full >= self.settings.refit_interval):
-                    last_full = time.monotonic()
+                self._tick()
             except Exception:  # noqa: BLE001 - a failed refit is logged; the previous answers stay
                 log.exception("iosets serve: background refit failed")
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
 
-    def _tick(self, *, full_due: bool) -> bool:
-        """Refit what changed (everything when ``full_due``), rewrite the Lua file; True after a full refit."""
-        n_jobs, version = self.store.state()
+    def _tick(self) -> None:
+        """Refit when something changed, rewrite the Lua file.
+
+        A new policy or another replica's jobs refit at once; jobs posted here refit once the last refit is
+        as old as it took (or ``refit_interval``, whichever is shorter), so refits use at most half a core.
+        """
+        with self._insert_lock:
+            n_jobs, version = self.store.state()
+            unabsorbed = self._unabsorbed
         state = self._state
-        full = full_due or self._model_due or state is None or version != state.policy["version"]
-        if full:
-            self._model_due = False
-            self._refit(with_model=True)
-        elif self._pending or n_jobs != state.n_jobs:  # type: ignore[union-attr]  # full when state is None
-            self._refit(with_model=False)
+        ended, took = self._last_refit
+        changed = state is None or self._generation != state.generation
+        rested = time.monotonic() - ended >= min(took, self.settings.refit_interval)
+        if (
+            state is None
+            or version != state.policy["version"]
+            or self._foreign((n_jobs, unabsorbed)) > 0
+            or (changed and rested)
+        ):
+            begun = time.monotonic()
+            self._refit()
+            self._last_refit = (time.monotonic(), time.monotonic() - begun)
         if self._lua_due:
             self._write_lua()
-        return full
