@@ -72,8 +72,9 @@ class Recommender(Params):
         The factor (<= 1) that fitted the reservations of the history's sets (each the
         largest of its jobs') into ``bandwidth`` (None without one).
     reservation_by_app_ : dict
-        RBFQ reservation of a new job of each app: ``safety x`` the median over its users of
-        each user's median ``alpha_io`` (one vote per user) ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``);
+        RBFQ reservation of a new job of each app: ``safety x`` the median over its users of each
+        user's median ``alpha_io`` (one vote per user) ``x bandwidth x reservation_scale_`` (empty
+        without ``bandwidth``);
         :meth:`predict_one` caps it at the reservation of the job's set in ``sets_``, or, for a
         set the history lacks, at the bandwidth its sets leave free.
     pairs_, apps_ : dict
