@@ -39,6 +39,10 @@ def classify_jobs(jobs: pl.DataFrame, *, min_confidence: float) -> pl.DataFrame:
     analyzed) and ``reason`` (why a thin job is thin, null for the others), as in ``WIterEstimator.fit``
     with ``thin=thin_jobs(jobs, min_confidence)`` and in ``thin_reasons``.
     """
+    absent = {"w_iter_confidence": pl.Float64, "not_periodic": pl.String}  # as null columns: read the same
+    jobs = jobs.with_columns(
+        pl.lit(None, dtype).alias(name) for name, dtype in absent.items() if name not in jobs.columns
+    )
     marked = pl.Series(thin_jobs(jobs, min_confidence=min_confidence))
     code = pl.col("not_periodic").cast(pl.String)
     confidence = pl.col("w_iter_confidence").cast(pl.Float64)

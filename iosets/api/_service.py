@@ -6,9 +6,10 @@ the jobs table and without waiting for any refit, so its next recommendation see
 :class:`iosets.recommender.Recommender` fitted with the estimator's model on a snapshot of the stored jobs:
 its mapping (sets, conservative set, priorities, weights, reservations) turns an estimate into an answer,
 and its regressor estimates apps never seen. It is refitted in a background thread once jobs arrived, no
-sooner after the previous refit than that one took, and swapped in whole; on a policy change it is refitted
-at once. A replica learns of another one's jobs and policies by polling the store's counts every second, and
-then rebuilds its evidence from the store.
+sooner after the previous refit than that one took, and swapped in whole. At start and on a policy change
+a recommender without the regressor (seconds) is fitted at once, the previous regressor answering unseen
+apps until the background refit replaces both. A replica learns of another one's jobs and policies by
+polling the store's counts every second, and then rebuilds its evidence from the store.
 """
 
 from __future__ import annotations
@@ -56,8 +57,10 @@ class Fitted:
     policy: dict[str, Any]
     history: pl.DataFrame  # the snapshot the model was fitted on (fit history)
     n_jobs: int  # stored jobs in the snapshot
-    known: Any = None  # the Recommender (with the estimator's model); None: no usable job, default answers
+    known: Any = None  # the Recommender whose mapping answers; None: no usable job, default answers
     answers: Any = None  # a copy of ``known`` whose history look-ups are the live evidence
+    model: Any = None  # the last Recommender fitted with the estimator's model (may be ``known``), for unseen apps
+    model_answers: Any = None  # its copy on the live evidence
     fitted_at: float | None = None
     generation: int = 0  # posts absorbed when the snapshot was read
 
@@ -153,6 +156,7 @@ class Service:
         self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
+        self._model_due = False  # a recommender without the regressor answers: refit with it
         self._lua_due = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -208,16 +212,20 @@ class Service:
         return state is None or (state.known is None and evidence is not None and bool(evidence.pairs))
 
     def refresh(self) -> None:
-        """Refit the model now on the stored jobs if a job arrived since the last fit (or nothing is fitted)."""
+        """Refit now on the stored jobs, without the regressor, if a job arrived since the last fit (or none is)."""
         state = self._state
         if state is None or self._generation != state.generation or self._unfitted():
-            self._refit()
+            self._refit(use_model=False)
 
     def _answer(self, state: Fitted, query: dict[str, Any]) -> dict[str, Any]:
         asked = {name: query.get(name) for name in QUERY_FIELDS}
         if state.known is None:
             return {**asked, **default_answer(state.policy), "policy_version": state.policy["version"]}
-        answer = answer_one(state.answers, asked["app"], asked["user"], asked["nprocs"], asked["requested_time"])
+        fields = (asked["app"], asked["user"], asked["nprocs"], asked["requested_time"])
+        answer = answer_one(state.answers, *fields)
+        if answer["estimate_source"] == "none" and state.model_answers not in (None, state.answers):
+            modelled = answer_one(state.model_answers, *fields)
+            answer = modelled if modelled["estimate_source"] == "model" else answer
         source = answer.pop("estimate_source")
         answer["source"] = "default" if source == "none" else source
         return {**asked, **answer, "policy_version": state.policy["version"]}
@@ -308,7 +316,9 @@ class Service:
         if state is not None and _usable(state.history):
             fit_recommender(params, state.history, use_model=False)  # InputError (422) before anything is stored
         policy = self.store.add_policy(params)
-        self._refit()
+        self._refit(use_model=False)
+        self._model_due = True
+        self._wake.set()
         return policy
 
     def export(self, fmt: str, *, active: list[str] | None = None, rpc_capacity: float | None = None) -> str:
@@ -386,8 +396,11 @@ class Service:
 
     # ---------------------------------------------------------------------------------- refits
 
-    def _refit(self) -> None:
-        """Fit the model on a snapshot of the stored jobs under the newest policy and swap it in.
+    def _refit(self, *, use_model: bool) -> None:
+        """Fit a recommender on a snapshot of the stored jobs under the newest policy and swap it in.
+
+        ``use_model``: with the estimator's regressor (then it answers unseen apps too); else the last
+        regressor fitted under this policy keeps answering them.
 
         The evidence is rebuilt from the same snapshot when there is none yet, when it learned under another
         ``min_confidence``, or when the store holds jobs it was not told of (another replica's); posts that
@@ -408,9 +421,13 @@ class Service:
                 evidence = self._rebuild(stored, history, float(policy["min_confidence"]))
             assert evidence is not None  # rebuilt when there was none
             previous = self._state if self._state is not None and self._state.policy == policy else None
-            known = self._fit(policy, history, use_model=True, fallback=previous and previous.known)
-            view = None if known is None else evidence_view(known, evidence)
-            self._state = Fitted(policy, history, stored.height, known, view, time.time(), generation)
+            known = self._fit(policy, history, use_model=use_model, fallback=previous and previous.known)
+            model = known if use_model else previous and previous.model
+            views = [None if fitted is None else evidence_view(fitted, evidence) for fitted in (known, model)]
+            fitted_at = time.time()
+            self._state = Fitted(
+                policy, history, stored.height, known, views[0], model, views[1], fitted_at, generation
+            )
             self._lua_due = True
         self.metrics.refit_seconds.observe(time.perf_counter() - started)
         self.metrics.refits.inc()
@@ -479,24 +496,25 @@ class Service:
     def _tick(self) -> None:
         """Refit when something changed, rewrite the Lua file.
 
-        A new policy or another replica's jobs refit at once; jobs posted here refit once the last refit is
-        as old as it took (or ``refit_interval``, whichever is shorter), so refits use at most half a core.
+        No fit yet, a new policy or another replica's jobs: a fit without the regressor at once, the regressor
+        next. Jobs posted here: a fit with the regressor once the last one is as old as it took (or
+        ``refit_interval``, whichever is shorter), so refits use at most about half a core.
         """
         with self._insert_lock:
             n_jobs, version = self.store.state()
             unabsorbed = self._unabsorbed
         state = self._state
-        ended, took = self._last_refit
-        changed = state is None or self._generation != state.generation
-        rested = time.monotonic() - ended >= min(took, self.settings.refit_interval)
-        if (
-            state is None
-            or version != state.policy["version"]
-            or self._foreign((n_jobs, unabsorbed)) > 0
-            or (changed and rested)
-        ):
-            begun = time.monotonic()
-            self._refit()
-            self._last_refit = (time.monotonic(), time.monotonic() - begun)
+        if state is None or version != state.policy["version"] or self._foreign((n_jobs, unabsorbed)) > 0:
+            self._refit(use_model=False)
+            self._model_due = True
+        else:
+            ended, took = self._last_refit
+            changed = self._generation != state.generation
+            rested = time.monotonic() - ended >= min(took, self.settings.refit_interval)
+            if self._model_due or (changed and rested):
+                self._model_due = False
+                begun = time.monotonic()
+                self._refit(use_model=True)
+                self._last_refit = (time.monotonic(), time.monotonic() - begun)
         if self._lua_due:
             self._write_lua()

@@ -112,7 +112,7 @@ def test_once_refitted_every_answer_is_the_batch_recommenders(service):
     service.refresh()
     for row in rows[100:]:
         service.add_job(row)
-    service.refresh()  # the refit lag closed: the model is fitted on every stored job
+    service._refit(use_model=True)  # the background refit: the lag closed, the model fitted on every stored job
     batch = _batch(service)
     sources = set()
     for app, user in _queries(rows):
@@ -130,7 +130,7 @@ def test_a_rebuild_from_the_store_is_the_evidence_the_posts_built(service):
     posted = service._evidence
     service._evidence = None  # as at a restart: rebuilt from the store by the next refit
     service._recording = []
-    service._refit()
+    service._refit(use_model=False)
     rebuilt = service._evidence
     assert rebuilt is not posted and rebuilt.n_jobs == posted.n_jobs == len(rows)
     assert rebuilt.pairs.keys() == posted.pairs.keys() and rebuilt.apps.keys() == posted.apps.keys()
@@ -159,7 +159,7 @@ def test_posts_during_a_rebuild_reach_the_new_evidence(service, monkeypatch):
     service._evidence = None
     service._recording = []
     monkeypatch.setattr(service.store, "history", history_then_posts)
-    service._refit()
+    service._refit(use_model=False)
     monkeypatch.undo()
     assert service._evidence.n_jobs == 53 == service.store.count_jobs()
     estimator = _batch(service).estimator_
