@@ -18,13 +18,14 @@ import bisect
 import math
 import threading
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from ..recommender._history import PRIOR_JOBS, PRIOR_SD, _hit_probability
+from ..recommender._history import LN10, PRIOR_JOBS, PRIOR_SD, _hit_probability
 from ..recommender._thin import _runs_text, thin_jobs
 
 TAIL_HALFLIVES = 50
@@ -68,6 +69,29 @@ def classify_jobs(jobs: pl.DataFrame, *, min_confidence: float) -> pl.DataFrame:
         (x.is_not_null() | code.is_not_null() | confidence.is_not_null()).alias("analyzed"),
         pl.when(pl.lit(marked)).then(reason).alias("reason"),
     )
+
+
+def classify_row(row: dict[str, Any], *, min_confidence: float) -> tuple[Any, ...]:
+    """:func:`classify_jobs` of one fit-history row (a dict), in Python: a post's cost stays in microseconds."""
+    w_iter, confidence, code = row.get("w_iter"), row.get("w_iter_confidence"), row.get("not_periodic")
+    has_w = w_iter is not None
+    c = 1.0 if confidence is None else float(confidence)
+    marked_firm = has_w and c >= min_confidence and code is None
+    analyzed = has_w or confidence is not None or code is not None
+    marked = analyzed and not marked_firm
+    usable = has_w and c > 0 and code is None
+    if not marked:
+        reason = None
+    elif code is not None:
+        reason = str(code)
+    elif not has_w:
+        reason = "no w_iter"
+    elif c <= 0:
+        reason = "confidence 0"
+    else:
+        reason = f"confidence below {min_confidence:g}"
+    x = math.log(w_iter) / LN10 if has_w else None  # polars' log10, to the bit
+    return (row["app"], row["user"], float(row["start"]), x, c, usable, usable and not marked, analyzed, reason)
 
 
 def ewma_stats(x: np.ndarray, c: np.ndarray, halflife: float) -> tuple[float, float]:
@@ -152,9 +176,9 @@ class Evidence:
         self._users: dict[str, set[str]] = {}  # app -> its users with a usable job
         self._lock = threading.Lock()
 
-    def add(self, jobs: pl.DataFrame) -> None:
+    def add(self, jobs: list[dict[str, Any]]) -> None:
         """Learn from new jobs (fit history rows: named, with a start), in order; ``n_jobs`` counts them."""
-        rows = classify_jobs(jobs, min_confidence=self.min_confidence)
+        rows = [classify_row(job, min_confidence=self.min_confidence) for job in jobs]
         with self._lock:
             changed = self._absorb(rows)
             for key in changed:
@@ -167,10 +191,10 @@ class Evidence:
         with self._lock:
             self.n_jobs += n
 
-    def _absorb(self, rows: pl.DataFrame) -> set[tuple[str, str]]:
+    def _absorb(self, rows: Iterable[tuple[Any, ...]]) -> set[tuple[str, str]]:
         """Add classified rows to the held keys, without estimating; the pairs they touched."""
         touched: set[tuple[str, str]] = set()
-        for app, user, start, x, c, usable, firm, analyzed, reason in rows.iter_rows():
+        for app, user, start, x, c, usable, firm, analyzed, reason in rows:
             self.n_jobs += 1
             pair = self._pairs_held.setdefault((app, user), _Key())
             whole = self._apps_held.setdefault(app, _Key())
@@ -218,7 +242,7 @@ class Evidence:
         rows = classify_jobs(history, min_confidence=min_confidence)
         order = rows.with_row_index("_row").sort("start", "_row").drop("_row")  # bisect would be quadratic
         with evidence._lock:
-            changed = evidence._absorb(order)
+            changed = evidence._absorb(order.iter_rows())
             for key in changed:
                 evidence._restate(key)
             for app in {app for app, _ in changed}:

@@ -73,6 +73,17 @@ def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
     return stored.filter(named).with_columns(start.alias("start"))
 
 
+def fit_row(stored: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`fit_history` of one stored row (a dict): None without an app or a user, else the row with its start."""
+    if not stored.get("app") or not stored.get("user"):
+        return None
+    start = stored.get("start")
+    if start is None:
+        dates = [date for date in (stored.get("received_at"), stored.get("end")) if date is not None]
+        start = min(dates) if dates else None
+    return {**stored, "start": start}
+
+
 def default_answer(policy: dict[str, Any]) -> dict[str, Any]:
     """The answer when nothing is known: a recommender fitted on no evidence puts every job in set 0, priority 1.
 
@@ -157,6 +168,8 @@ class Service:
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
         self._model_due = False  # a recommender without the regressor answers: refit with it
+        self._model_generation = -1  # posts absorbed when the regressor was last fitted
+        self._model_next = 0.0  # when it may be fitted again (monotonic)
         self._lua_due = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -249,13 +262,11 @@ class Service:
 
     def _absorb(self, stored: dict[str, Any]) -> None:
         """Teach the evidence a stored job (and keep it for a rebuild under way)."""
-        schema = {**JOBS.polars, "received_at": pl.Float64}
-        frame = pl.DataFrame([{name: stored.get(name) for name in schema}], schema=schema)
-        learned = fit_history(frame)
+        learned = fit_row(stored)
         with self._evidence_lock:
             if self._evidence is not None:
-                if learned.height:
-                    self._evidence.add(learned)
+                if learned is not None:
+                    self._evidence.add([learned])
                 else:
                     self._evidence.count(1)
             if self._recording is not None:
@@ -441,13 +452,9 @@ class Service:
             ids = [row["job_id"] for row in recorded]
             seen = set(stored.filter(pl.col("job_id").is_in(ids))["job_id"].to_list()) if ids else set()
             missed = [row for row in recorded if row["job_id"] not in seen]
-            if missed:
-                schema = {**JOBS.polars, "received_at": pl.Float64}
-                frame = pl.DataFrame([{name: row.get(name) for name in schema} for row in missed], schema=schema)
-                learned = fit_history(frame)
-                if learned.height:
-                    evidence.add(learned)
-                evidence.count(frame.height - learned.height)
+            learned = [row for row in map(fit_row, missed) if row is not None]
+            evidence.add(learned)
+            evidence.count(len(missed) - len(learned))
             self._evidence, self._recording = evidence, None
         return evidence
 
@@ -497,24 +504,30 @@ class Service:
         """Refit when something changed, rewrite the Lua file.
 
         No fit yet, a new policy or another replica's jobs: a fit without the regressor at once, the regressor
-        next. Jobs posted here: a fit with the regressor once the last one is as old as it took (or
-        ``refit_interval``, whichever is shorter), so refits use at most about half a core.
+        next. Jobs posted here: a fit without the regressor (the mapping) once the last one is three times as
+        old as it took (refits use at most a quarter of a core), and with it every ``refit_interval``.
         """
         with self._insert_lock:
             n_jobs, version = self.store.state()
             unabsorbed = self._unabsorbed
         state = self._state
         if state is None or version != state.policy["version"] or self._foreign((n_jobs, unabsorbed)) > 0:
-            self._refit(use_model=False)
+            self._timed_refit(use_model=False)
             self._model_due = True
         else:
+            now = time.monotonic()
             ended, took = self._last_refit
-            changed = self._generation != state.generation
-            rested = time.monotonic() - ended >= min(took, self.settings.refit_interval)
-            if self._model_due or (changed and rested):
+            if self._model_due or (self._generation != self._model_generation and now >= self._model_next):
                 self._model_due = False
-                begun = time.monotonic()
-                self._refit(use_model=True)
-                self._last_refit = (time.monotonic(), time.monotonic() - begun)
+                self._model_generation = self._generation
+                self._timed_refit(use_model=True)
+                self._model_next = time.monotonic() + self.settings.refit_interval
+            elif self._generation != state.generation and now - ended >= 3 * took:
+                self._timed_refit(use_model=False)
         if self._lua_due:
             self._write_lua()
+
+    def _timed_refit(self, *, use_model: bool) -> None:
+        begun = time.monotonic()
+        self._refit(use_model=use_model)
+        self._last_refit = (time.monotonic(), time.monotonic() - begun)

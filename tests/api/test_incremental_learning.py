@@ -232,3 +232,15 @@ def test_six_forged_rows_move_their_users_answer_and_no_other_users(service):
             got = _served(service, "solver", user)
             assert {k: got[k] for k in EXACT + NUMBERS} == {k: before[user][k] for k in EXACT + NUMBERS}, user
         service.refresh()
+
+
+def test_a_post_is_classified_as_a_rebuild_classifies_it():
+    """``classify_row`` (a post, in Python) gives the rows ``classify_jobs`` (a rebuild, in polars) does."""
+    from iosets.api._evidence import classify_jobs, classify_row
+    from iosets.schemas import JOBS
+
+    rows = [{name: row.get(name) for name in JOBS.names} for row in _history(seed=13)]
+    frame = pl.DataFrame(rows, schema=JOBS.polars)
+    for min_confidence in (0.0, 0.5):
+        expected = classify_jobs(frame, min_confidence=min_confidence).rows()
+        assert [classify_row(row, min_confidence=min_confidence) for row in rows] == expected
