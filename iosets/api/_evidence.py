@@ -235,6 +235,14 @@ class Evidence:
             votes = np.array([self.pairs[app, user][1:] for user in users])
             self.apps[app] = (float(np.median(votes[:, 0])), float(np.median(votes[:, 1])))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its lock (a refit worker sends it back)."""
+        return {name: value for name, value in self.__dict__.items() if name != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
     @classmethod
     def build(cls, history: pl.DataFrame, *, halflife: float, min_confidence: float) -> Evidence:
         """The evidence of a whole fit history (every pair estimated once, not once per job)."""

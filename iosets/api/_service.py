@@ -15,9 +15,12 @@ polling the store's counts every second, and then rebuilds its evidence from the
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import sys
 import threading
 import time
-import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,13 +35,15 @@ from ._evidence import Evidence
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
+from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, usable
 from ._settings import Settings
 from ._store import Store
 
 POLL_SECONDS = 1.0
 """How often the background thread looks for other replicas' jobs and policies."""
+SWITCH_SECONDS = 0.0005
+"""The interpreter's thread switch interval in the service (Python's default: 5 ms)."""
 QUERY_FIELDS = ("app", "user", "nprocs", "requested_time", "job_id")
-_POLICY_FIELDS = ("mapping", "bandwidth", "safety", "limit", "max_request", "min_confidence")
 log = logging.getLogger("iosets.api")
 
 
@@ -46,16 +51,12 @@ class Conflict(IosetsError):
     """The request cannot be served in the store's present state (409)."""
 
 
-HALFLIFE = 5.0
-"""The estimator's EWMA half-life, in jobs (``WIterEstimator``'s default)."""
-
-
 @dataclass(frozen=True)
 class Fitted:
     """What answers recommendations: the policy, the model fitted on a snapshot, and its view of the evidence."""
 
     policy: dict[str, Any]
-    history: pl.DataFrame  # the snapshot the model was fitted on (fit history)
+    store: Any  # where ``history`` is read from
     n_jobs: int  # stored jobs in the snapshot
     known: Any = None  # the Recommender whose mapping answers; None: no usable job, default answers
     answers: Any = None  # a copy of ``known`` whose history look-ups are the live evidence
@@ -64,13 +65,10 @@ class Fitted:
     fitted_at: float | None = None
     generation: int = 0  # posts absorbed when the snapshot was read
 
-
-def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
-    """The stored jobs a recommender learns from: those with an app and a user; a missing start is the receipt date,
-    or the job's end when that is earlier (a start never after the end)."""
-    named = pl.col("app").is_not_null() & (pl.col("app") != "") & pl.col("user").is_not_null() & (pl.col("user") != "")
-    start = pl.coalesce("start", pl.min_horizontal("received_at", "end"))
-    return stored.filter(named).with_columns(start.alias("start"))
+    @property
+    def history(self) -> pl.DataFrame:
+        """The stored jobs as a recommender learns from them (:func:`fit_history`), read now (not kept in memory)."""
+        return fit_history(self.store.history())
 
 
 def fit_row(stored: dict[str, Any]) -> dict[str, Any] | None:
@@ -103,22 +101,6 @@ def default_answer(policy: dict[str, Any]) -> dict[str, Any]:
         "w_iter_confidence": 0.0,
         "source": "default",
     }
-
-
-def _usable(history: pl.DataFrame) -> bool:
-    """Whether any job has a w_iter with a confidence > 0 (what a recommender needs to be fitted)."""
-    return history.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter_confidence").fill_null(1.0) > 0)).height > 0
-
-
-def fit_recommender(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool) -> Any:
-    """``Recommender(**policy).fit(history)``; ``use_model`` False: without the estimator's model."""
-    from ..recommender import Recommender, WIterEstimator
-
-    params = {name: policy[name] for name in _POLICY_FIELDS}
-    with warnings.catch_warnings():  # scaled reservations, capped weights: the service answers all the same
-        warnings.simplefilter("ignore", UserWarning)
-        estimator = WIterEstimator(halflife=HALFLIFE, use_model=use_model)
-        return Recommender(**params, estimator=estimator).fit(history)
 
 
 def evidence_view(recommender: Any, evidence: Evidence) -> Any:
@@ -159,11 +141,13 @@ class Service:
         self.write_bucket = TokenBucket(settings.write_rate)
         self.store.add_policy(settings.policy.model_dump(), only_if_none=True)
         self._state: Fitted | None = None
+        self._pool: ProcessPoolExecutor | None = None  # the refit worker
         self._fit_lock = threading.Lock()  # one refit at a time; posts never take it
         self._evidence: Evidence | None = None
         self._evidence_lock = threading.Lock()  # a post's update of the evidence, or its swap after a rebuild
         self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
         self._generation = 0  # jobs absorbed into the evidence
+        self._post_gate = threading.Lock()  # one post checked and stored at a time
         self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
@@ -181,7 +165,13 @@ class Service:
     # ------------------------------------------------------------------------------- life cycle
 
     def start(self) -> None:
-        """Fit the recommender on the stored jobs, then keep it fresh in a background thread."""
+        """Fit the recommender on the stored jobs, then keep it fresh in a background thread.
+
+        The interpreter's thread switch interval drops to ``SWITCH_SECONDS``: the event loop that answers
+        recommendations then waits that long, not 5 ms, for the lock Python threads share while posts and
+        refits run in other threads.
+        """
+        sys.setswitchinterval(SWITCH_SECONDS)
         self.metrics.jobs_stored.set(self.store.count_jobs())
         self._thread = threading.Thread(target=self._run, name="iosets-refit", daemon=True)
         self._thread.start()
@@ -192,6 +182,8 @@ class Service:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     def readiness(self) -> dict[str, Any] | None:
@@ -246,7 +238,15 @@ class Service:
     # ------------------------------------------------------------------------------------- jobs
 
     def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``."""
+        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``.
+
+        One post is checked and stored at a time (the store writes one at a time anyway): the others wait
+        without holding Python's interpreter lock, which the answers to recommendations need.
+        """
+        with self._post_gate:
+            return self._add_job(row)
+
+    def _add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         row = {name: row.get(name) for name in JOBS.names}
         frame = JOBS.validate(pl.DataFrame([row], schema=JOBS.polars), source=f"job {row['job_id']!r}")
         with self._insert_lock:
@@ -324,7 +324,7 @@ class Service:
     def put_policy(self, params: dict[str, Any]) -> dict[str, Any]:
         """Store ``params`` as the next policy version once a recommender fits under it; answer with it at once."""
         state = self._state
-        if state is not None and _usable(state.history):
+        if state is not None and usable(state.history):
             fit_recommender(params, state.history, use_model=False)  # InputError (422) before anything is stored
         policy = self.store.add_policy(params)
         self._refit(use_model=False)
@@ -411,7 +411,8 @@ class Service:
         """Fit a recommender on a snapshot of the stored jobs under the newest policy and swap it in.
 
         ``use_model``: with the estimator's regressor (then it answers unseen apps too); else the last
-        regressor fitted under this policy keeps answering them.
+        regressor fitted under this policy keeps answering them. The snapshot is read and fitted in the
+        refit worker process (:func:`fit_snapshot`).
 
         The evidence is rebuilt from the same snapshot when there is none yet, when it learned under another
         ``min_confidence``, or when the store holds jobs it was not told of (another replica's); posts that
@@ -426,31 +427,49 @@ class Service:
                 generation = self._generation
                 if rebuild:
                     self._recording = []
-            stored = self.store.history()
-            history = fit_history(stored)
+            snapshot = self._snapshot(policy, use_model=use_model, rebuild=rebuild)
             if rebuild:
-                evidence = self._rebuild(stored, history, float(policy["min_confidence"]))
+                evidence = self._adopt(snapshot)
             assert evidence is not None  # rebuilt when there was none
             previous = self._state if self._state is not None and self._state.policy == policy else None
-            known = self._fit(policy, history, use_model=use_model, fallback=previous and previous.known)
-            model = known if use_model else previous and previous.model
+            known = snapshot.known
+            if snapshot.error is not None:
+                log.warning("iosets serve: refit failed, keeping the previous answers: %s", snapshot.error)
+                known = previous and previous.known
+            model = known if use_model and snapshot.error is None else previous and previous.model
             views = [None if fitted is None else evidence_view(fitted, evidence) for fitted in (known, model)]
             fitted_at = time.time()
             self._state = Fitted(
-                policy, history, stored.height, known, views[0], model, views[1], fitted_at, generation
+                policy, self.store, snapshot.n_stored, known, views[0], model, views[1], fitted_at, generation
             )
             self._lua_due = True
         self.metrics.refit_seconds.observe(time.perf_counter() - started)
         self.metrics.refits.inc()
 
-    def _rebuild(self, stored: pl.DataFrame, history: pl.DataFrame, min_confidence: float) -> Evidence:
-        """The evidence of a snapshot plus the posts recorded since it began; swapped in for the old one."""
-        evidence = Evidence.build(history, halflife=HALFLIFE, min_confidence=min_confidence)
-        evidence.count(stored.height - history.height)
+    def _snapshot(self, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
+        """:func:`fit_snapshot` in the refit worker process (started on first use, again if it died)."""
+        for attempt in (1, 2):
+            if self._pool is None:
+                context = multiprocessing.get_context("forkserver")
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+            try:
+                return self._pool.submit(
+                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild
+                ).result()
+            except BrokenProcessPool:
+                log.warning("iosets serve: the refit worker died (attempt %d of 2); starting another", attempt)
+                self._pool.shutdown(wait=False)
+                self._pool = None
+        raise IosetsError("the refit worker died twice (out of memory?): the previous answers stay")
+
+    def _adopt(self, snapshot: Snapshot) -> Evidence:
+        """A rebuilt snapshot's evidence plus the posts recorded since it began; swapped in for the old one."""
+        evidence, ids = snapshot.evidence, snapshot.job_ids
+        assert evidence is not None and ids is not None  # a rebuild's
         with self._evidence_lock:
             recorded = self._recording or []
-            ids = [row["job_id"] for row in recorded]
-            seen = set(stored.filter(pl.col("job_id").is_in(ids))["job_id"].to_list()) if ids else set()
+            posted = [row["job_id"] for row in recorded]
+            seen = set(ids.filter(ids.is_in(posted)).to_list()) if posted else set()
             missed = [row for row in recorded if row["job_id"] not in seen]
             learned = [row for row in map(fit_row, missed) if row is not None]
             evidence.add(learned)
@@ -468,17 +487,6 @@ class Service:
                 counted = (self.store.count_jobs(), self._unabsorbed)
         evidence = self._evidence  # read after: it may have absorbed more, never fewer
         return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
-
-    @staticmethod
-    def _fit(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool, fallback: Any) -> Any:
-        """A recommender fitted on ``history``, None if it has no usable job, ``fallback`` if the fit failed."""
-        if not _usable(history):
-            return None
-        try:
-            return fit_recommender(policy, history, use_model=use_model)
-        except InputError as exc:
-            log.warning("iosets serve: refit failed, keeping the previous answers: %s", exc)
-            return fallback
 
     def _write_lua(self) -> None:
         """Rewrite ``lua_out`` atomically with the current answers (the document job_submit.lua reads)."""

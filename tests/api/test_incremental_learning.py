@@ -147,18 +147,18 @@ def test_posts_during_a_rebuild_reach_the_new_evidence(service, monkeypatch):
         service.add_job(row)
     service.refresh()
     late = rows[50:53]
-    snapshot = service.store.history
+    take = service._snapshot
 
-    def history_then_posts(**kwargs):
-        """The snapshot is read, then three jobs are posted before the rebuilt evidence is swapped in."""
-        taken = snapshot(**kwargs)
+    def snapshot_then_posts(policy, **kwargs):
+        """The snapshot is read and fitted, then three jobs are posted before the new evidence is swapped in."""
+        taken = take(policy, **kwargs)
         for row in late:
             service.add_job(row)
         return taken
 
     service._evidence = None
     service._recording = []
-    monkeypatch.setattr(service.store, "history", history_then_posts)
+    monkeypatch.setattr(service, "_snapshot", snapshot_then_posts)
     service._refit(use_model=False)
     monkeypatch.undo()
     assert service._evidence.n_jobs == 53 == service.store.count_jobs()
