@@ -257,7 +257,6 @@ class Service:
             self._absorb(stored)
             with self._insert_lock:
                 self._unabsorbed -= 1
-            self._wake.set()
         return stored, created
 
     def _absorb(self, stored: dict[str, Any]) -> None:
