@@ -90,7 +90,7 @@ def classify_row(row: dict[str, Any], *, min_confidence: float) -> tuple[Any, ..
         reason = "confidence 0"
     else:
         reason = f"confidence below {min_confidence:g}"
-    x = math.log(w_iter) / LN10 if has_w else None  # polars' log10, to the bit
+    x = math.log(w_iter) / LN10 if w_iter is not None else None  # polars' log10, to the bit
     return (row["app"], row["user"], float(row["start"]), x, c, usable, usable and not marked, analyzed, reason)
 
 
@@ -222,11 +222,8 @@ class Evidence:
             m, conf = ewma_stats(np.array(pair.x), np.array(pair.c), self.halflife)
             self.pairs[key] = (pair.n, m, conf)
             self._users.setdefault(app, set()).add(key[1])
-        for thin, name, held in ((self.thin_pairs, key, pair), (self.thin_apps, app, whole)):
-            if held.analyzed and not held.firm:
-                thin.add(name)  # type: ignore[arg-type]
-            else:
-                thin.discard(name)  # type: ignore[arg-type]
+        (self.thin_pairs.add if pair.analyzed and not pair.firm else self.thin_pairs.discard)(key)
+        (self.thin_apps.add if whole.analyzed and not whole.firm else self.thin_apps.discard)(app)
 
     def _revote(self, app: str) -> None:
         """The app's estimate: the median of its users' (each one vote)."""

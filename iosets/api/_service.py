@@ -113,7 +113,7 @@ def evidence_view(recommender: Any, evidence: Evidence) -> Any:
     return view
 
 
-def answer_one(view: Any, app: str, user: str, nprocs: float | None, requested_time: float | None) -> dict[str, Any]:
+def answer_one(view: Any, app: Any, user: Any, nprocs: Any, requested_time: Any) -> dict[str, Any]:
     """``Recommender.predict_one`` of a view, its pair and app caches left aside (they hold the snapshot's)."""
     from ..recommender._history import query_fields
 
