@@ -105,14 +105,15 @@ def store_jobs(data_dir: Path, jobs: pl.DataFrame) -> float:
 
 
 def peak_memory(pid: int) -> float:
-    """Peak resident memory (VmHWM) of process ``pid`` and its children, in MB."""
+    """Peak resident memory (VmHWM) of process ``pid`` and its descendants (the refit worker), in MB."""
     total = 0.0
     pids = [pid]
     while pids:
         current = pids.pop()
         try:
             status = Path(f"/proc/{current}/status").read_text()
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+            tasks = Path(f"/proc/{current}/task").iterdir()
+            children = [child for task in tasks for child in (task / "children").read_text().split()]
         except OSError:
             continue
         total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
@@ -374,7 +375,7 @@ def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored:
         print(f"service ready in {time.perf_counter() - started:.1f} s (evidence rebuilt, model fitted)")
         try:
             asyncio.run(measure(f"http://127.0.0.1:{port}", token, seconds, jobs[stored:], n_uploads, stored))
-            print(f"service peak resident memory (VmHWM): {peak_memory(server.pid):.0f} MB")
+            print(f"peak resident memory (VmHWM), the service and its refit worker: {peak_memory(server.pid):.0f} MB")
         finally:
             stop_server(server)
     finally:

@@ -6,6 +6,7 @@ in the worker, they never hold the interpreter lock the service's answers need.
 
 from __future__ import annotations
 
+import os
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,8 @@ from ..errors import InputError
 from ._evidence import Evidence
 from ._store import Store
 
+REFIT_NICENESS = 10
+"""How much lower the refit worker's CPU priority is than the service's."""
 _POLICY_FIELDS = ("mapping", "bandwidth", "safety", "limit", "max_request", "min_confidence")
 
 HALFLIFE = 5.0
@@ -49,10 +52,18 @@ def fit_snapshot(store_url: str, policy: dict[str, Any], *, use_model: bool, reb
         snapshot.evidence, snapshot.job_ids = evidence, stored["job_id"]
     if usable(history):
         try:
-            snapshot.known = fit_recommender(policy, history, use_model=use_model)
+            known = fit_recommender(policy, history, use_model=use_model)
         except InputError as exc:
             snapshot.error = str(exc)
+        else:  # its answer caches, one dict per known pair: predict_one computes the same answers without them
+            known.pairs_, known.apps_ = {}, {}
+            snapshot.known = known
     return snapshot
+
+
+def lower_priority() -> None:
+    """The refit worker's initializer: a refit yields the CPU to the service's posts and answers."""
+    os.nice(REFIT_NICENESS)
 
 
 def fit_history(stored: pl.DataFrame) -> pl.DataFrame:

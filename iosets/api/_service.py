@@ -35,7 +35,7 @@ from ._evidence import Evidence
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
-from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, usable
+from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, lower_priority, usable
 from ._settings import Settings
 from ._store import Store
 
@@ -450,7 +450,7 @@ class Service:
         for attempt in (1, 2):
             if self._pool is None:
                 context = multiprocessing.get_context("forkserver")
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
             try:
                 return self._pool.submit(
                     fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild
