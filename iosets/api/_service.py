@@ -41,6 +41,8 @@ from ._store import Store
 
 POLL_SECONDS = 1.0
 """How often the background thread looks for other replicas' jobs and policies."""
+MAPPING_GAP_SECONDS = 10.0
+"""The least time between two refits of the mapping after posts (the evidence answers meanwhile)."""
 SWITCH_SECONDS = 0.0005
 """The interpreter's thread switch interval in the service (Python's default: 5 ms)."""
 QUERY_FIELDS = ("app", "user", "nprocs", "requested_time", "job_id")
@@ -512,7 +514,8 @@ class Service:
 
         No fit yet, a new policy or another replica's jobs: a fit without the regressor at once, the regressor
         next. Jobs posted here: a fit without the regressor (the mapping) once the last one is three times as
-        old as it took (refits use at most a quarter of a core), and with it every ``refit_interval``.
+        old as it took and at least ``MAPPING_GAP_SECONDS`` (refits use at most a quarter of a core), and
+        with it every ``refit_interval``.
         """
         with self._insert_lock:
             n_jobs, version = self.store.state()
@@ -529,7 +532,7 @@ class Service:
                 self._model_generation = self._generation
                 self._timed_refit(use_model=True)
                 self._model_next = time.monotonic() + self.settings.refit_interval
-            elif self._generation != state.generation and now - ended >= 3 * took:
+            elif self._generation != state.generation and now - ended >= max(3 * took, MAPPING_GAP_SECONDS):
                 self._timed_refit(use_model=False)
         if self._lua_due:
             self._write_lua()
