@@ -17,11 +17,18 @@ port, with an admin token from ``iosets token create``. This process is the load
 3. ``POST /v1/jobs``, Darshan log uploads of the wheel's ``dxt.darshan`` (analysed by the
    service), 2 clients back to back; jobs/s.
 
-Targets: p99 < 5 ms at 200 req/s and < 10 ms at 1000 req/s.
+With ``--stored N`` the store holds N generated jobs before the service starts (bulk inserted, not
+posted), and step 1 runs ``GET /v1/recommendation`` at 200 req/s while the 8 clients post, which is
+what a site with a long history sees: posts must not slow down with N (no refit in their path), nor
+the answers. The service's peak resident memory (VmHWM of its process) is printed at the end.
 
-Usage: .venv/bin/python benchmarks/api_load.py [seconds per rate] [n_jobs] [n_uploads]
+Targets: p99 < 5 ms at 200 req/s and < 10 ms at 1000 req/s; with ``--stored 1000000``: POST >= 150 jobs/s
+and p99 < 5 ms at 200 req/s while posts run.
+
+Usage: .venv/bin/python benchmarks/api_load.py [seconds per rate] [n_jobs] [n_uploads] [--stored N]
 """
 
+import argparse
 import asyncio
 import importlib.util
 import os
@@ -37,6 +44,7 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import polars as pl
 
 from iosets.datasets import make_job_history
 from iosets.schemas import JOBS
@@ -46,6 +54,8 @@ IN_FLIGHT = 64
 JSON_CLIENTS = 8
 UPLOAD_CLIENTS = 2
 CONFIG = "[service]\nwrite_rate = 1e9\n"  # the benchmark measures ingestion, not the flood guard
+POSTED_RATE = (200, 5e-3)  # GET rate while posts run, and its p99 target in s
+INSERT_CHUNK = 20_000
 
 
 def iosets_command() -> list[str]:
@@ -67,15 +77,59 @@ def create_token(data_dir: Path) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen:
-    """``iosets serve`` with one worker on ``data_dir``; returns once ``/readyz`` answers 200 (<= 60 s)."""
+def generated_jobs(n_jobs: int, stored: int) -> pl.DataFrame:
+    """``stored + n_jobs`` generated jobs (JOBS columns and requested_time): ~100 jobs per app, ~300 per user."""
+    total = n_jobs + stored
+    n_apps, n_users = max(1, min(total // 100, 5000)), max(3, min(total // 300, 1000))
+    history = make_job_history(total, n_apps=n_apps, n_users=n_users, random_state=0)
+    return history.select([c for c in history.columns if c in (*JOBS.names, "requested_time")])
+
+
+def store_jobs(data_dir: Path, jobs: pl.DataFrame) -> float:
+    """Bulk insert ``jobs`` into the SQLite store of ``data_dir`` (received now); seconds taken."""
+    from iosets.api import Settings
+    from iosets.api._store import Store
+    from iosets.api._store import jobs as table
+
+    started = time.perf_counter()
+    store = Store(Settings(data_dir=str(data_dir)).store_url)
+    received = time.time()
+    try:
+        rows = jobs.drop("requested_time").with_columns(received_at=pl.lit(received))
+        for chunk in rows.iter_slices(INSERT_CHUNK):
+            with store._writing() as conn:
+                conn.execute(table.insert(), chunk.to_dicts())
+    finally:
+        store.close()
+    return time.perf_counter() - started
+
+
+def peak_memory(pid: int) -> float:
+    """Peak resident memory (VmHWM) of process ``pid`` and its descendants (the refit worker), in MB."""
+    total = 0.0
+    pids = [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            tasks = Path(f"/proc/{current}/task").iterdir()
+            children = [child for task in tasks for child in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        total += next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")) / 1024
+        pids += [int(child) for child in children]
+    return total
+
+
+def start_server(data_dir: Path, port: int, log: Path, ready_within: float = 60.0) -> subprocess.Popen:
+    """``iosets serve`` with one worker on ``data_dir``; returns once ``/readyz`` answers 200 (<= ready_within s)."""
     config = data_dir / "iosets.toml"
     config.write_text(CONFIG)
     command = [*iosets_command(), "serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
     command += ["--data-dir", str(data_dir), "--workers", "1"]
     with log.open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + ready_within
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"iosets serve exited with {process.returncode}:\n{log.read_text()[-2000:]}")
@@ -86,7 +140,7 @@ def start_server(data_dir: Path, port: int, log: Path) -> subprocess.Popen:
             pass
         time.sleep(0.1)
     process.kill()
-    raise RuntimeError(f"iosets serve not ready after 60 s:\n{log.read_text()[-2000:]}")
+    raise RuntimeError(f"iosets serve not ready after {ready_within:g} s:\n{log.read_text()[-2000:]}")
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -98,13 +152,13 @@ def stop_server(process: subprocess.Popen) -> None:
         process.wait()
 
 
-def job_rows(n_jobs: int) -> tuple[list[dict], list[dict]]:
-    """``n_jobs`` generated jobs as JSON rows (JOBS columns), and 4 * n_jobs recommendation queries drawn from them.
+def job_rows(history: pl.DataFrame) -> tuple[list[dict], list[dict]]:
+    """The jobs to post as JSON rows, and 4 per job of recommendation queries drawn from them.
 
     Queries: 80 % a job's (app, user), 10 % a known app with a new user, 10 % an app never seen.
     """
-    history = make_job_history(n_jobs, n_apps=max(1, n_jobs // 100), n_users=max(3, n_jobs // 300), random_state=0)
-    rows = history.select([c for c in history.columns if c in JOBS.names]).to_dicts()
+    n_jobs = history.height
+    rows = history.drop("requested_time").to_dicts()
     rng = np.random.default_rng(1)
     queries = []
     for k in rng.integers(n_jobs, size=4 * n_jobs):
@@ -231,8 +285,9 @@ async def measure_latency(url: str, token: str, queries: list[dict], seconds: fl
         await connections.close()
 
 
-async def measure(url: str, token: str, seconds: float, n_jobs: int, n_uploads: int) -> None:
-    rows, queries = job_rows(n_jobs)
+async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_uploads: int, stored: int) -> None:
+    rows, queries = job_rows(posted)
+    n_jobs = len(rows)
     load = os.getloadavg()[0]
     limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
     headers = {"Authorization": f"Bearer {token}"}
@@ -241,10 +296,12 @@ async def measure(url: str, token: str, seconds: float, n_jobs: int, n_uploads: 
         async def post_row(k: int) -> None:
             (await client.post("/v1/jobs", json=rows[k])).raise_for_status()
 
-        json_rate = await closed_loop(post_row, n_jobs, JSON_CLIENTS)
+        posting = asyncio.create_task(closed_loop(post_row, n_jobs, JSON_CLIENTS))
+        during = await measure_during(url, token, queries, seconds, posting) if stored else None
+        json_rate = await posting
         listed = (await client.get("/readyz")).json()
-        if listed.get("jobs") != n_jobs:
-            raise RuntimeError(f"/readyz reports {listed.get('jobs')} jobs after posting {n_jobs}")
+        if listed.get("jobs") != stored + n_jobs:
+            raise RuntimeError(f"/readyz reports {listed.get('jobs')} jobs after {stored} stored and {n_jobs} posted")
 
         results = await measure_latency(url, token, queries, seconds)
 
@@ -258,7 +315,17 @@ async def measure(url: str, token: str, seconds: float, n_jobs: int, n_uploads: 
 
     print(f"iosets serve, 1 worker, SQLite store; load from a second process on loopback; {os.cpu_count()} CPUs")
     print(f"load average before the run: {load:.2f} (other processes share the CPUs with both)")
+    print(f"stored before the run (bulk inserted): {stored} jobs")
     print(f"POST /v1/jobs, JSON rows ({JSON_CLIENTS} clients):        {n_jobs} jobs, {json_rate:8.1f} jobs/s")
+    if during is not None:
+        latencies, lags, failures = during
+        p50, p99, p999 = milliseconds(latencies)
+        target = POSTED_RATE[1] * 1e3
+        print(
+            f"GET /v1/recommendation @ {POSTED_RATE[0]}/s while posting: {latencies.size} requests, {failures} failed, "
+            f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms  target p99 < {target:g} ms: "
+            f"{'met' if p99 < target else 'NOT met'}"
+        )
     print(f"POST /v1/jobs, dxt.darshan uploads ({UPLOAD_CLIENTS} clients): {n_uploads} jobs, {upload_rate:8.1f} jobs/s")
     print(f"open loop, {seconds:g} s per rate, <= {IN_FLIGHT} in flight, latency from the scheduled time:")
     header = f"{'requests':>8s} {'failed':>6s} {'p50':>9s} {'p99':>9s} {'p99.9':>9s} {'lag p99':>9s}  target p99"
@@ -274,19 +341,56 @@ async def measure(url: str, token: str, seconds: float, n_jobs: int, n_uploads: 
     print("  (lag: the generator's own delay before sending, included in the latencies)")
 
 
-def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20) -> None:
+async def measure_during(url: str, token: str, queries: list[dict], seconds: float, posting: asyncio.Task) -> tuple:
+    """Open-loop GET /v1/recommendation at POSTED_RATE for ``seconds`` (or until ``posting`` ends, if sooner)."""
+    targets = [f"/v1/recommendation?{urllib.parse.urlencode(query)}" for query in queries]
+    address = urllib.parse.urlsplit(url)
+    assert address.hostname is not None and address.port is not None
+    connections = Connections(address.hostname, address.port, token)
+    await connections.open()
+    try:
+
+        async def recommend(k: int) -> int:
+            return await connections.get(targets[k % len(targets)])
+
+        latencies, lags, failures = await open_loop(recommend, POSTED_RATE[0], seconds)
+        if posting.done():
+            print("warning: the posts ended before the GET run; post more jobs (n_jobs) for a full overlap")
+        return latencies, lags, failures
+    finally:
+        await connections.close()
+
+
+def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored: int = 0) -> None:
     data_dir = Path(tempfile.mkdtemp(prefix="iosets-load-"))
     try:
+        jobs = generated_jobs(n_jobs, stored)
+        if stored:
+            took = store_jobs(data_dir, jobs[:stored])
+            print(f"bulk inserted {stored} jobs in {took:.1f} s")
         token = create_token(data_dir)
         port = free_port()
-        server = start_server(data_dir, port, data_dir / "serve.log")
+        started = time.perf_counter()
+        server = start_server(data_dir, port, data_dir / "serve.log", ready_within=60.0 + stored / 500)
+        print(f"service ready in {time.perf_counter() - started:.1f} s (evidence rebuilt, model fitted)")
         try:
-            asyncio.run(measure(f"http://127.0.0.1:{port}", token, seconds, n_jobs, n_uploads))
+            asyncio.run(measure(f"http://127.0.0.1:{port}", token, seconds, jobs[stored:], n_uploads, stored))
+            print(f"peak resident memory (VmHWM), the service and its refit worker: {peak_memory(server.pid):.0f} MB")
         finally:
             stop_server(server)
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
 
 
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seconds", type=float, nargs="?", default=10.0, help="seconds per GET rate (default 10)")
+    parser.add_argument("n_jobs", type=int, nargs="?", default=2000, help="jobs posted (default 2000)")
+    parser.add_argument("n_uploads", type=int, nargs="?", default=20, help="Darshan logs uploaded (default 20)")
+    parser.add_argument("--stored", type=int, default=0, help="jobs bulk inserted before the service starts")
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
-    main(*(float(a) if k == 0 else int(a) for k, a in enumerate(sys.argv[1:4])))
+    args = parse(sys.argv[1:])
+    main(args.seconds, args.n_jobs, args.n_uploads, args.stored)

@@ -1,20 +1,27 @@
-"""`Service`: the store, the fitted recommender held in memory, and what keeps it up to date.
+"""`Service`: the store, what the service learned from it, and what keeps that up to date.
 
-Two recommenders answer, both fitted on the stored jobs under the newest policy: ``known``, fitted
-without the estimator's model (milliseconds), answers every app and (app, user) pair the history
-knows; ``model``, fitted with it (seconds) at start, on a policy change and every ``refit_interval``,
-answers the apps never seen. A new job marks its app stale: a background thread refits ``known`` at
-once, and a recommendation asked for a stale app waits for that refit, so it sees the job. A replica
-learns of another one's jobs and policies by polling the store's counts every second.
+Answers come from two parts. The evidence (:class:`Evidence`) holds each (app, user) pair's and each app's
+w_iter estimate and thin-evidence flags; a posted job updates its pair and its app at once, without reading
+the jobs table and without waiting for any refit, so its next recommendation sees it. The model is a
+:class:`iosets.recommender.Recommender` fitted with the estimator's model on a snapshot of the stored jobs:
+its mapping (sets, conservative set, priorities, weights, reservations) turns an estimate into an answer,
+and its regressor estimates apps never seen. It is refitted in a background thread once jobs arrived, no
+sooner after the previous refit than that one took, and swapped in whole. At start and on a policy change
+a recommender without the regressor (seconds) is fitted at once, the previous regressor answering unseen
+apps until the background refit replaces both. A replica learns of another one's jobs and policies by
+polling the store's counts every second, and then rebuilds its evidence from the store.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import sys
 import threading
 import time
-import warnings
-from dataclasses import dataclass, replace
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from typing import Any
 
 import polars as pl
@@ -24,17 +31,22 @@ from starlette.concurrency import run_in_threadpool
 from .._io import atomic_path
 from ..errors import InputError, IosetsError
 from ..schemas import JOBS
+from ._evidence import Evidence
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
+from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, lower_priority, usable
 from ._settings import Settings
 from ._store import Store
 from .client import DEFAULT_SET
 
 POLL_SECONDS = 1.0
 """How often the background thread looks for other replicas' jobs and policies."""
+MAPPING_GAP_SECONDS = 10.0
+"""The least time between two refits of the mapping after posts (the evidence answers meanwhile)."""
+SWITCH_SECONDS = 0.0005
+"""The interpreter's thread switch interval in the service (Python's default: 5 ms)."""
 QUERY_FIELDS = ("app", "user", "nprocs", "requested_time", "job_id")
-_POLICY_FIELDS = ("mapping", "bandwidth", "safety", "limit", "max_request", "min_confidence")
 log = logging.getLogger("iosets.api")
 
 
@@ -44,22 +56,33 @@ class Conflict(IosetsError):
 
 @dataclass(frozen=True)
 class Fitted:
-    """What answers recommendations: the policy, the recommenders and the history they were fitted on."""
+    """What answers recommendations: the policy, the model fitted on a snapshot, and its view of the evidence."""
 
     policy: dict[str, Any]
-    history: pl.DataFrame
-    n_jobs: int
-    known: Any = None  # Recommender fitted without the model; None: no usable job, default answers
-    model: Any = None  # Recommender fitted with the model, for apps never seen
+    store: Any  # where ``history`` is read from
+    n_jobs: int  # stored jobs in the snapshot
+    known: Any = None  # the Recommender whose mapping answers; None: no usable job, default answers
+    answers: Any = None  # a copy of ``known`` whose history look-ups are the live evidence
+    model: Any = None  # the last Recommender fitted with the estimator's model (may be ``known``), for unseen apps
+    model_answers: Any = None  # its copy on the live evidence
     fitted_at: float | None = None
+    generation: int = 0  # posts absorbed when the snapshot was read
+
+    @property
+    def history(self) -> pl.DataFrame:
+        """The stored jobs as a recommender learns from them (:func:`fit_history`), read now (not kept in memory)."""
+        return fit_history(self.store.history())
 
 
-def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
-    """The stored jobs a recommender learns from: those with an app and a user; a missing start is the receipt date,
-    or the job's end when that is earlier (a start never after the end)."""
-    named = pl.col("app").is_not_null() & (pl.col("app") != "") & pl.col("user").is_not_null() & (pl.col("user") != "")
-    start = pl.coalesce("start", pl.min_horizontal("received_at", "end"))
-    return stored.filter(named).with_columns(start.alias("start"))
+def fit_row(stored: dict[str, Any]) -> dict[str, Any] | None:
+    """:func:`fit_history` of one stored row (a dict): None without an app or a user, else the row with its start."""
+    if not stored.get("app") or not stored.get("user"):
+        return None
+    start = stored.get("start")
+    if start is None:
+        dates = [date for date in (stored.get("received_at"), stored.get("end")) if date is not None]
+        start = min(dates) if dates else None
+    return {**stored, "start": start}
 
 
 def default_answer(policy: dict[str, Any]) -> dict[str, Any]:
@@ -98,19 +121,26 @@ def _default_lua(default: dict[str, Any], *, mapping: str) -> str:
     return f"{header}\n{note}\nreturn {lua_value(document)}\n"
 
 
-def _usable(history: pl.DataFrame) -> bool:
-    """Whether any job has a w_iter with a confidence > 0 (what a recommender needs to be fitted)."""
-    return history.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter_confidence").fill_null(1.0) > 0)).height > 0
+def evidence_view(recommender: Any, evidence: Evidence) -> Any:
+    """A copy of a fitted Recommender that answers from ``evidence`` (its mapping and model kept)."""
+    import copy
+
+    view = copy.copy(recommender)
+    view.estimator_ = evidence.estimator_view(recommender.estimator_)
+    view._why_thin = evidence.reasons
+    return view
 
 
-def fit_recommender(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool) -> Any:
-    """``Recommender(**policy).fit(history)``; ``use_model`` False: without the estimator's model."""
-    from ..recommender import Recommender, WIterEstimator
+def answer_one(view: Any, app: Any, user: Any, nprocs: Any, requested_time: Any) -> dict[str, Any]:
+    """``Recommender.predict_one`` of a view, its pair and app caches left aside (they hold the snapshot's)."""
+    from ..recommender._history import query_fields
 
-    params = {name: policy[name] for name in _POLICY_FIELDS}
-    with warnings.catch_warnings():  # scaled reservations, capped weights: the service answers all the same
-        warnings.simplefilter("ignore", UserWarning)
-        return Recommender(**params, estimator=WIterEstimator(use_model=use_model)).fit(history)
+    fields = {"app": app, "user": user, "nprocs": nprocs, "requested_time": requested_time}
+    query = query_fields({key: value for key, value in fields.items() if value is not None})
+    estimate = view.estimator_._estimate_query(
+        query["app"], query["user"], query.get("nprocs"), query.get("requested_time")
+    )
+    return view._answers([(query["app"], query["user"])], [estimate])[0]
 
 
 class Service:
@@ -129,10 +159,19 @@ class Service:
         self.write_bucket = TokenBucket(settings.write_rate)
         self.store.add_policy(settings.policy.model_dump(), only_if_none=True)
         self._state: Fitted | None = None
-        self._fit_lock = threading.Lock()
-        self._pending: dict[str | None, int] = {}  # stale app -> the post generation that made it stale
-        self._generation = 0
-        self._model_due = False
+        self._pool: ProcessPoolExecutor | None = None  # the refit worker
+        self._fit_lock = threading.Lock()  # one refit at a time; posts never take it
+        self._evidence: Evidence | None = None
+        self._evidence_lock = threading.Lock()  # a post's update of the evidence, or its swap after a rebuild
+        self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
+        self._generation = 0  # jobs absorbed into the evidence
+        self._post_gate = threading.Lock()  # one post checked and stored at a time
+        self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
+        self._unabsorbed = 0  # jobs inserted here, not absorbed yet
+        self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
+        self._model_due = False  # a recommender without the regressor answers: refit with it
+        self._model_generation = -1  # posts absorbed when the regressor was last fitted
+        self._model_next = 0.0  # when it may be fitted again (monotonic)
         self._lua_due = False
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -144,7 +183,13 @@ class Service:
     # ------------------------------------------------------------------------------- life cycle
 
     def start(self) -> None:
-        """Fit the recommender on the stored jobs, then keep it fresh in a background thread."""
+        """Fit the recommender on the stored jobs, then keep it fresh in a background thread.
+
+        The interpreter's thread switch interval drops to ``SWITCH_SECONDS``: the event loop that answers
+        recommendations then waits that long, not 5 ms, for the lock Python threads share while posts and
+        refits run in other threads.
+        """
+        sys.setswitchinterval(SWITCH_SECONDS)
         self.metrics.jobs_stored.set(self.store.count_jobs())
         self._thread = threading.Thread(target=self._run, name="iosets-refit", daemon=True)
         self._thread.start()
@@ -155,6 +200,8 @@ class Service:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     def readiness(self) -> dict[str, Any] | None:
@@ -171,46 +218,77 @@ class Service:
     # --------------------------------------------------------------------------- recommendations
 
     async def recommend(self, queries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The answer of each query (``app``, ``user``, optional ``nprocs``, ``requested_time``, ``job_id``)."""
-        if any(query["app"] in self._pending for query in queries) or self._state is None:
+        """The answer of each query (``app``, ``user``, optional ``nprocs``, ``requested_time``, ``job_id``).
+
+        From the evidence as it stands and the last model; waits for a fit only before the first one, or when
+        the last model saw no usable job and the evidence now has one (a first mapping to answer with).
+        """
+        if self._unfitted():
             await run_in_threadpool(self.refresh)
         state = self._state
         assert state is not None  # refresh fitted it
         return [self._answer(state, query) for query in queries]
 
+    def _unfitted(self) -> bool:
+        """No model yet, or a model of no usable job while the evidence has one."""
+        state, evidence = self._state, self._evidence
+        return state is None or (state.known is None and evidence is not None and bool(evidence.pairs))
+
     def refresh(self) -> None:
-        """Refit the recommender of the known apps now if a job arrived since (or nothing is fitted yet)."""
-        if self._pending or self._state is None:
-            self._refit(with_model=False)
+        """Refit now on the stored jobs, without the regressor, if a job arrived since the last fit (or none is)."""
+        state = self._state
+        if state is None or self._generation != state.generation or self._unfitted():
+            self._refit(use_model=False)
 
     def _answer(self, state: Fitted, query: dict[str, Any]) -> dict[str, Any]:
         asked = {name: query.get(name) for name in QUERY_FIELDS}
         if state.known is None:
             return {**asked, **default_answer(state.policy), "policy_version": state.policy["version"]}
-        fields = {name: asked[name] for name in ("app", "user", "nprocs", "requested_time")}
-        answer = state.known.predict_one(**fields)
-        if answer["estimate_source"] == "none" and state.model is not None:
-            modelled = state.model.predict_one(**fields)
+        fields = (asked["app"], asked["user"], asked["nprocs"], asked["requested_time"])
+        answer = answer_one(state.answers, *fields)
+        if answer["estimate_source"] == "none" and state.model_answers not in (None, state.answers):
+            modelled = answer_one(state.model_answers, *fields)
             answer = modelled if modelled["estimate_source"] == "model" else answer
         source = answer.pop("estimate_source")
-        answer = {key: value for key, value in answer.items() if key not in fields}
         answer["source"] = "default" if source == "none" else source
         return {**asked, **answer, "policy_version": state.policy["version"]}
 
     # ------------------------------------------------------------------------------------- jobs
 
     def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``."""
+        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``.
+
+        One post is checked and stored at a time (the store writes one at a time anyway): the others wait
+        without holding Python's interpreter lock, which the answers to recommendations need.
+        """
+        with self._post_gate:
+            return self._add_job(row)
+
+    def _add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         row = {name: row.get(name) for name in JOBS.names}
         frame = JOBS.validate(pl.DataFrame([row], schema=JOBS.polars), source=f"job {row['job_id']!r}")
-        stored, created = self.store.insert_job(frame.row(0, named=True))
+        with self._insert_lock:
+            stored, created = self.store.insert_job(frame.row(0, named=True))
+            self._unabsorbed += created
         if created:
             self.metrics.jobs_stored.inc()
-            with self._fit_lock:
-                self._generation += 1
-                self._pending[stored["app"]] = self._generation
-            self._wake.set()
+            self._absorb(stored)
+            with self._insert_lock:
+                self._unabsorbed -= 1
         return stored, created
+
+    def _absorb(self, stored: dict[str, Any]) -> None:
+        """Teach the evidence a stored job (and keep it for a rebuild under way)."""
+        learned = fit_row(stored)
+        with self._evidence_lock:
+            if self._evidence is not None:
+                if learned is not None:
+                    self._evidence.add([learned])
+                else:
+                    self._evidence.count(1)
+            if self._recording is not None:
+                self._recording.append(stored)
+            self._generation += 1
 
     def app_summary(self, app: str) -> dict[str, Any] | None:
         """An app's jobs, users, dates, median w_iter and alpha_io, and its top user's answer; None if unknown."""
@@ -221,7 +299,7 @@ class Service:
         users = users.sort(["count", "user"], descending=[True, False])
         seen = jobs.select(pl.coalesce("start", "received_at"))[:, 0]
         top_user = users["user"][0] if users.height else "unknown"  # the app's answer for a user never seen
-        if app in self._pending or self._state is None:
+        if self._unfitted():
             self.refresh()
         assert self._state is not None
         return {
@@ -250,11 +328,11 @@ class Service:
     def put_policy(self, params: dict[str, Any]) -> dict[str, Any]:
         """Store ``params`` as the next policy version once a recommender fits under it; answer with it at once."""
         state = self._state
-        if state is not None and _usable(state.history):
+        if state is not None and usable(state.history):
             fit_recommender(params, state.history, use_model=False)  # InputError (422) before anything is stored
         policy = self.store.add_policy(params)
+        self._refit(use_model=False)
         self._model_due = True
-        self._refit(with_model=False)
         self._wake.set()
         return policy
 
@@ -333,38 +411,86 @@ class Service:
 
     # ---------------------------------------------------------------------------------- refits
 
-    def _refit(self, *, with_model: bool) -> None:
-        """Refit on the stored jobs under the newest policy (``with_model``: the model too, outside the lock)."""
+    def _refit(self, *, use_model: bool) -> None:
+        """Fit a recommender on a snapshot of the stored jobs under the newest policy and swap it in.
+
+        ``use_model``: with the estimator's regressor (then it answers unseen apps too); else the last
+        regressor fitted under this policy keeps answering them. The snapshot is read and fitted in the
+        refit worker process (:func:`fit_snapshot`).
+
+        The evidence is rebuilt from the same snapshot when there is none yet, when it learned under another
+        ``min_confidence``, or when the store holds jobs it was not told of (another replica's); posts that
+        arrive meanwhile are replayed into the new evidence before it replaces the old one.
+        """
         started = time.perf_counter()
         with self._fit_lock:
-            seen = self._generation
             policy = self.current_policy()
-            stored = self.store.history()
-            history = fit_history(stored)
+            evidence = self._evidence
+            rebuild = evidence is None or evidence.min_confidence != policy["min_confidence"] or self._foreign() > 0
+            with self._evidence_lock:
+                generation = self._generation
+                if rebuild:
+                    self._recording = []
+            snapshot = self._snapshot(policy, use_model=use_model, rebuild=rebuild)
+            if rebuild:
+                evidence = self._adopt(snapshot)
+            assert evidence is not None  # rebuilt when there was none
             previous = self._state if self._state is not None and self._state.policy == policy else None
-            known = self._fit(policy, history, use_model=False, fallback=previous and previous.known)
-            model = previous and previous.model
-            self._state = Fitted(policy, history, stored.height, known, model, time.time())
-            self._pending = {app: made for app, made in self._pending.items() if made > seen}
+            known = snapshot.known
+            if snapshot.error is not None:
+                log.warning("iosets serve: refit failed, keeping the previous answers: %s", snapshot.error)
+                known = previous and previous.known
+            model = known if use_model and snapshot.error is None else previous and previous.model
+            views = [None if fitted is None else evidence_view(fitted, evidence) for fitted in (known, model)]
+            fitted_at = time.time()
+            self._state = Fitted(
+                policy, self.store, snapshot.n_stored, known, views[0], model, views[1], fitted_at, generation
+            )
             self._lua_due = True
-        if with_model and known is not None:
-            model = self._fit(policy, history, use_model=True, fallback=None)
-            with self._fit_lock:
-                if self._state.policy["version"] == policy["version"]:
-                    self._state = replace(self._state, model=model)
         self.metrics.refit_seconds.observe(time.perf_counter() - started)
         self.metrics.refits.inc()
 
-    @staticmethod
-    def _fit(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool, fallback: Any) -> Any:
-        """A recommender fitted on ``history``, None if it has no usable job, ``fallback`` if the fit failed."""
-        if not _usable(history):
-            return None
-        try:
-            return fit_recommender(policy, history, use_model=use_model)
-        except InputError as exc:
-            log.warning("iosets serve: refit failed, keeping the previous answers: %s", exc)
-            return fallback
+    def _snapshot(self, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
+        """:func:`fit_snapshot` in the refit worker process (started on first use, again if it died)."""
+        for attempt in (1, 2):
+            if self._pool is None:
+                context = multiprocessing.get_context("forkserver")
+                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
+            try:
+                return self._pool.submit(
+                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild
+                ).result()
+            except BrokenProcessPool:
+                log.warning("iosets serve: the refit worker died (attempt %d of 2); starting another", attempt)
+                self._pool.shutdown(wait=False)
+                self._pool = None
+        raise IosetsError("the refit worker died twice (out of memory?): the previous answers stay")
+
+    def _adopt(self, snapshot: Snapshot) -> Evidence:
+        """A rebuilt snapshot's evidence plus the posts recorded since it began; swapped in for the old one."""
+        evidence, ids = snapshot.evidence, snapshot.job_ids
+        assert evidence is not None and ids is not None  # a rebuild's
+        with self._evidence_lock:
+            recorded = self._recording or []
+            posted = [row["job_id"] for row in recorded]
+            seen = set(ids.filter(ids.is_in(posted)).to_list()) if posted else set()
+            missed = [row for row in recorded if row["job_id"] not in seen]
+            learned = [row for row in map(fit_row, missed) if row is not None]
+            evidence.add(learned)
+            evidence.count(len(missed) - len(learned))
+            self._evidence, self._recording = evidence, None
+        return evidence
+
+    def _foreign(self, counted: tuple[int, int] | None = None) -> int:
+        """Stored jobs the evidence was not told of (another replica's); never counts a post under way.
+
+        ``counted``: (stored jobs, posts not absorbed yet), read together under the insert lock.
+        """
+        if counted is None:
+            with self._insert_lock:
+                counted = (self.store.count_jobs(), self._unabsorbed)
+        evidence = self._evidence  # read after: it may have absorbed more, never fewer
+        return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
 
     def _write_lua(self) -> None:
         """Rewrite ``lua_out`` atomically with the current answers (the document job_submit.lua reads).
@@ -386,27 +512,44 @@ class Service:
             tmp.write_text(_default_lua(default, mapping=state.policy["mapping"]), encoding="utf-8")
 
     def _run(self) -> None:
-        """The background thread: first fit, then refits on new jobs, new policies and every refit_interval."""
-        last_full = -float("inf")
+        """The background thread: first fit, then refits on new jobs, new policies and other replicas' jobs."""
         while not self._stop.is_set():
             try:
-                if self._tick(full_due=time.monotonic() - last_full >= self.settings.refit_interval):
-                    last_full = time.monotonic()
+                self._tick()
             except Exception:  # noqa: BLE001 - a failed refit is logged; the previous answers stay
                 log.exception("iosets serve: background refit failed")
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
 
-    def _tick(self, *, full_due: bool) -> bool:
-        """Refit what changed (everything when ``full_due``), rewrite the Lua file; True after a full refit."""
-        n_jobs, version = self.store.state()
+    def _tick(self) -> None:
+        """Refit when something changed, rewrite the Lua file.
+
+        No fit yet, a new policy or another replica's jobs: a fit without the regressor at once, the regressor
+        next. Jobs posted here: a fit without the regressor (the mapping) once the last one is three times as
+        old as it took and at least ``MAPPING_GAP_SECONDS`` (refits use at most a quarter of a core), and
+        with it every ``refit_interval``.
+        """
+        with self._insert_lock:
+            n_jobs, version = self.store.state()
+            unabsorbed = self._unabsorbed
         state = self._state
-        full = full_due or self._model_due or state is None or version != state.policy["version"]
-        if full:
-            self._model_due = False
-            self._refit(with_model=True)
-        elif self._pending or n_jobs != state.n_jobs:  # type: ignore[union-attr]  # full when state is None
-            self._refit(with_model=False)
+        if state is None or version != state.policy["version"] or self._foreign((n_jobs, unabsorbed)) > 0:
+            self._timed_refit(use_model=False)
+            self._model_due = True
+        else:
+            now = time.monotonic()
+            ended, took = self._last_refit
+            if self._model_due or (self._generation != self._model_generation and now >= self._model_next):
+                self._model_due = False
+                self._model_generation = self._generation
+                self._timed_refit(use_model=True)
+                self._model_next = time.monotonic() + self.settings.refit_interval
+            elif self._generation != state.generation and now - ended >= max(3 * took, MAPPING_GAP_SECONDS):
+                self._timed_refit(use_model=False)
         if self._lua_due:
             self._write_lua()
-        return full
+
+    def _timed_refit(self, *, use_model: bool) -> None:
+        begun = time.monotonic()
+        self._refit(use_model=use_model)
+        self._last_refit = (time.monotonic(), time.monotonic() - begun)

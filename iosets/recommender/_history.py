@@ -4,7 +4,9 @@ Sources, tried in order for each query job:
 
 1. ``'history'``: an EWMA of log10 w_iter over the past jobs of the same
    (app, user) pair when the pair has at least ``min_jobs`` usable jobs, else
-   over all past jobs of the app (one is enough).
+   the app's estimate: the median over the app's users of each user's own
+   EWMA (and of its confidence), each user one vote however many jobs they
+   posted (one job is enough).
 2. ``'model'``: a gradient-boosting regressor of log10 w_iter on what is
    known at submit time, for apps with no usable history.
 3. ``'none'``: no estimate; the caller maps the job to the conservative set.
@@ -125,6 +127,19 @@ def _ewma(jobs: pl.DataFrame, keys: list[str], halflife: float) -> pl.DataFrame:
     return stats.select(*keys, "n", "m").with_columns(conf=pl.Series(conf))
 
 
+def user_votes(pair_stats: pl.DataFrame) -> pl.DataFrame:
+    """Per app, the estimate its users vote for: each user's own (app, user) estimate is one vote.
+
+    ``m`` is the median of the users' EWMAs of log10 w_iter and ``conf`` the median of their
+    confidences (the mean of the two middle votes for an even number of users); ``n`` counts the
+    app's usable jobs. However many jobs a user posts, they move the app's estimate as one user: a
+    vote among k others shifts the median at most to a neighbouring vote.
+    """
+    return pair_stats.group_by("app").agg(
+        n=pl.col("n").sum().cast(pl.UInt32), m=pl.col("m").median(), conf=pl.col("conf").median()
+    )
+
+
 def _leave_one_out(rows: pl.DataFrame, units: pl.DataFrame, by: str, unit: list[str], name: str) -> pl.DataFrame:
     """Add ``name``: mean of ``units['v']`` over the units sharing ``by`` with a row, its own unit left out."""
     sums = units.group_by(by).agg(_s=pl.col("v").sum(), _n=pl.len())
@@ -173,7 +188,8 @@ class WIterEstimator(Params):
     Attributes
     ----------
     pair_stats_, app_stats_ : polars.DataFrame
-        Per (app, user) and per app: ``n`` usable jobs, ``m`` EWMA of log10 w_iter, ``conf``.
+        Per (app, user): ``n`` usable jobs, ``m`` EWMA of log10 w_iter, ``conf`` its confidence;
+        per app: ``n`` usable jobs, ``m`` and ``conf`` the medians over its users' (:func:`user_votes`).
     thin_pairs_, thin_apps_ : polars.DataFrame
         The (app, user) pairs (columns app, user) and apps (column app) whose past jobs
         are all thin evidence (skipped, or called thin at ``fit``): their estimate is
@@ -288,7 +304,7 @@ class WIterEstimator(Params):
             )
         self.n_history_ = usable.height
         self.pair_stats_ = _ewma(usable, ["app", "user"], float(self.halflife))
-        self.app_stats_ = _ewma(usable, ["app"], float(self.halflife))
+        self.app_stats_ = user_votes(self.pair_stats_)
         # the model's context: the user's other pairs and the code name's other apps, thin ones left out
         self._context_pairs = self.pair_stats_.join(self.thin_pairs_, on=["app", "user"], how="anti")
         self._context_apps = self.app_stats_.join(self.thin_apps_, on="app", how="anti")

@@ -72,8 +72,9 @@ class Recommender(Params):
         The factor (<= 1) that fitted the reservations of the history's sets (each the
         largest of its jobs') into ``bandwidth`` (None without one).
     reservation_by_app_ : dict
-        RBFQ reservation of a new job of each app: ``safety x`` the median ``alpha_io``
-        of its past jobs ``x bandwidth x reservation_scale_`` (empty without ``bandwidth``);
+        RBFQ reservation of a new job of each app: ``safety x`` the median over its users of each
+        user's median ``alpha_io`` (one vote per user) ``x bandwidth x reservation_scale_`` (empty
+        without ``bandwidth``);
         :meth:`predict_one` caps it at the reservation of the job's set in ``sets_``, or, for a
         set the history lacks, at the bandwidth its sets leave free.
     pairs_, apps_ : dict
@@ -155,8 +156,9 @@ class Recommender(Params):
             alpha = io_fractions(history)
             demand = rbfq_demands(alpha, bandwidth=self.bandwidth, safety=self.safety)
             self.reservation_scale_ = reservation_scale(demand, recommended["set"], bandwidth=self.bandwidth)
-            by_app = history.select("app", alpha=pl.Series(alpha, nan_to_null=True)).drop_nulls()
-            by_app = by_app.group_by("app").agg(pl.col("alpha").median())
+            by_app = history.select("app", "user", alpha=pl.Series(alpha, nan_to_null=True)).drop_nulls(["alpha"])
+            by_user = by_app.group_by("app", "user").agg(pl.col("alpha").median())  # each user one vote
+            by_app = by_user.group_by("app").agg(pl.col("alpha").median())
             demand = rbfq_demands(by_app["alpha"].to_numpy(), bandwidth=self.bandwidth, safety=self.safety)
             reservation = (demand * self.reservation_scale_).tolist()
             self.reservation_by_app_ = dict(zip(by_app["app"].to_list(), reservation, strict=True))

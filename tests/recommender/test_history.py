@@ -67,8 +67,8 @@ def test_pair_then_app_keying():
     est = WIterEstimator(halflife=1e9, min_jobs=3).fit(_history(rows))
     out = est.estimate(_query(("a", "u1"), ("a", "u2"), ("a", "stranger")))
     assert out["estimate_source"].to_list() == ["history"] * 3
-    app_mean = 10 ** ((3 * 1 + 3) / 4)  # all four jobs of the app
-    assert out["w_iter"].to_list() == pytest.approx([10.0, app_mean, app_mean])
+    app_vote = 10 ** ((1 + 3) / 2)  # median of the two users' own estimates, each user one vote
+    assert out["w_iter"].to_list() == pytest.approx([10.0, app_vote, app_vote])
     one = WIterEstimator(halflife=1e9, min_jobs=1).fit(_history(rows))
     assert one.estimate(_query(("a", "u2")))["w_iter"][0] == pytest.approx(1000.0)
 

@@ -70,6 +70,12 @@ def test_predict_keeps_what_the_history_taught(fitted):
     assert recommend(jobs)["set"].to_list() == [1, 2]
 
 
+def _users_median_alpha(history, app):
+    """The median over the app's users of each user's median alpha_io (one vote per user), None without one."""
+    jobs = history.filter(pl.col("app") == app).drop_nulls("alpha_io")
+    return jobs.group_by("user").agg(pl.col("alpha_io").median())["alpha_io"].median()
+
+
 def test_predict_one_is_the_former_recommend_new_job(history, fitted):
     """The anchor of benchmarks/predict_one.py: an estimate recommended together with the history's jobs."""
     recommender = fitted["set-10"]
@@ -80,7 +86,7 @@ def test_predict_one_is_the_former_recommend_new_job(history, fitted):
             warnings.simplefilter("ignore", UserWarning)
             expected = benchmark.former_recommend_new_job(history, recommender.estimator_, query, **ENFORCEMENT)
         assert {key: got[key] for key in expected} == expected, query
-        alpha = history.filter(pl.col("app") == query["app"])["alpha_io"].median() or 0.0
+        alpha = _users_median_alpha(history, query["app"]) or 0.0
         assert got["rbfq_reservation"] == pytest.approx(1.5 * alpha * 1e10 * recommender.reservation_scale_, rel=1e-12)
         sources.add(got["estimate_source"])
     assert sources == {"history", "model"}
@@ -92,7 +98,7 @@ def test_predict_one_is_predict_of_the_job_with_its_estimate(history, fitted, ma
     recommender = fitted[mapping]
     for query in queries(history, n=120, seed=1):
         got = recommender.predict_one(**query)
-        alpha = history.filter(pl.col("app") == query["app"])["alpha_io"].median()
+        alpha = _users_median_alpha(history, query["app"])
         job = pl.DataFrame(
             {"job_id": ["new"], "w_iter": [got["w_iter"]], "w_iter_confidence": [got["w_iter_confidence"]]},
             schema={"job_id": pl.String, "w_iter": pl.Float64, "w_iter_confidence": pl.Float64},

@@ -1,0 +1,90 @@
+"""The refit of the service's recommender, run in a worker process on a snapshot of the stored jobs.
+
+Reading a million stored rows and fitting the estimator's regressor take seconds to minutes of Python;
+in the worker, they never hold the interpreter lock the service's answers need.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from ..errors import InputError
+from ._evidence import Evidence
+from ._store import Store
+
+REFIT_NICENESS = 10
+"""How much lower the refit worker's CPU priority is than the service's."""
+_POLICY_FIELDS = ("mapping", "bandwidth", "safety", "limit", "max_request", "min_confidence")
+
+HALFLIFE = 5.0
+"""The estimator's EWMA half-life, in jobs (``WIterEstimator``'s default)."""
+
+
+@dataclass
+class Snapshot:
+    """What a refit returns: the stored-job count, the recommender (None: no usable job) or the fit's error,
+    and on a rebuild the evidence of the snapshot and its job ids."""
+
+    n_stored: int
+    known: Any = None
+    error: str | None = None
+    evidence: Evidence | None = None
+    job_ids: pl.Series | None = None
+
+
+def fit_snapshot(store_url: str, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
+    """Read the stored jobs, fit a recommender under ``policy`` and, if ``rebuild``, their evidence."""
+    store = Store(store_url)
+    try:
+        stored = store.history()
+    finally:
+        store.close()
+    history = fit_history(stored)
+    snapshot = Snapshot(stored.height)
+    if rebuild:
+        evidence = Evidence.build(history, halflife=HALFLIFE, min_confidence=float(policy["min_confidence"]))
+        evidence.count(stored.height - history.height)
+        snapshot.evidence, snapshot.job_ids = evidence, stored["job_id"]
+    if usable(history):
+        try:
+            known = fit_recommender(policy, history, use_model=use_model)
+        except InputError as exc:
+            snapshot.error = str(exc)
+        else:  # its answer caches, one dict per known pair: predict_one computes the same answers without them
+            known.pairs_, known.apps_ = {}, {}
+            snapshot.known = known
+    return snapshot
+
+
+def lower_priority() -> None:
+    """The refit worker's initializer: a refit yields the CPU to the service's posts and answers."""
+    os.nice(REFIT_NICENESS)
+
+
+def fit_history(stored: pl.DataFrame) -> pl.DataFrame:
+    """The stored jobs a recommender learns from: those with an app and a user; a missing start is the receipt date,
+    or the job's end when that is earlier (a start never after the end)."""
+    named = pl.col("app").is_not_null() & (pl.col("app") != "") & pl.col("user").is_not_null() & (pl.col("user") != "")
+    start = pl.coalesce("start", pl.min_horizontal("received_at", "end"))
+    return stored.filter(named).with_columns(start.alias("start"))
+
+
+def usable(history: pl.DataFrame) -> bool:
+    """Whether any job has a w_iter with a confidence > 0 (what a recommender needs to be fitted)."""
+    return history.filter(pl.col("w_iter").is_not_null() & (pl.col("w_iter_confidence").fill_null(1.0) > 0)).height > 0
+
+
+def fit_recommender(policy: dict[str, Any], history: pl.DataFrame, *, use_model: bool) -> Any:
+    """``Recommender(**policy).fit(history)``; ``use_model`` False: without the estimator's model."""
+    from ..recommender import Recommender, WIterEstimator
+
+    params = {name: policy[name] for name in _POLICY_FIELDS}
+    with warnings.catch_warnings():  # scaled reservations, capped weights: the service answers all the same
+        warnings.simplefilter("ignore", UserWarning)
+        estimator = WIterEstimator(halflife=HALFLIFE, use_model=use_model)
+        return Recommender(**params, estimator=estimator).fit(history)
