@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
         write_requests,
     )
     from ._jobs import SAME_JOB_GAP, merge_logs
+    from ._logreaders import LogReaders
     from ._periodicity import NOT_PERIODIC, Periodicity, bandwidth_signal, periodicity, periodicity_from_signal
     from ._pipeline import Analysis, analyze, expand_paths
     from ._site import SiteTrace, site_trace
@@ -46,6 +47,7 @@ _EXPORTS = {
     "expand_paths": "._pipeline",
     "SiteTrace": "._site",
     "site_trace": "._site",
+    "LogReaders": "._logreaders",
     "analyze_log": "._worker",
     "analyze_requests": "._worker",
     "analyze_path": "._worker",

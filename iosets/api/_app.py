@@ -15,11 +15,11 @@ from fastapi.responses import JSONResponse, Response
 from starlette.requests import ClientDisconnect
 
 from .._version import __version__
+from ..analyzer import LogReaders
 from ..errors import InputError
 from ._accesslog import AccessLog
 from ._auth import TokenCache
 from ._jobids import JobIdWindow
-from ._logreaders import LogReaders
 from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
 from ._service import Conflict, Service

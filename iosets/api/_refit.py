@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from ._evidence import Evidence
+from ..recommender import Evidence
 from ._store import Store
 
 REFIT_NICENESS = 10

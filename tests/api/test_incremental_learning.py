@@ -192,7 +192,7 @@ def test_another_replicas_jobs_are_foreign_until_the_evidence_is_rebuilt(service
 
 def test_a_history_frame_round_trips_through_classification():
     """The evidence reads a stored row as the estimator does: a null confidence counts as 1."""
-    from iosets.api._evidence import classify_jobs
+    from iosets.recommender._evidence import classify_jobs
 
     jobs = pl.DataFrame(
         {
@@ -236,7 +236,7 @@ def test_six_forged_rows_move_their_users_answer_and_no_other_users(service):
 
 def test_a_post_is_classified_as_a_rebuild_classifies_it():
     """``classify_row`` (a post, in Python) gives the rows ``classify_jobs`` (a rebuild, in polars) does."""
-    from iosets.api._evidence import classify_jobs, classify_row
+    from iosets.recommender._evidence import classify_jobs, classify_row
     from iosets.schemas import JOBS
 
     rows = [{name: row.get(name) for name in JOBS.names} for row in _history(seed=13)]

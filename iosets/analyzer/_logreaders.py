@@ -13,9 +13,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ..analyzer._pool import DEFAULT_TIMEOUT, Pool
-from ..analyzer._worker import analyze_log
 from ..errors import InputError
+from ._pool import DEFAULT_TIMEOUT, Pool
+from ._worker import analyze_log
 
 
 class LogReaders:

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..recommender._history import LN10, PRIOR_JOBS, PRIOR_SD, _hit_probability
-from ..recommender._thin import _runs_text, thin_jobs
+from ._history import LN10, PRIOR_JOBS, PRIOR_SD, _hit_probability
+from ._thin import _runs_text, thin_jobs
 
 TAIL_HALFLIVES = 50
 """A pair keeps its newest ``ceil(TAIL_HALFLIVES x halflife)`` usable jobs: an older one weighs < 2^-50."""
