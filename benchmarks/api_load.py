@@ -30,6 +30,7 @@ Usage: .venv/bin/python benchmarks/api_load.py [seconds per rate] [n_jobs] [n_up
 
 import argparse
 import asyncio
+import contextlib
 import importlib.util
 import os
 import shutil
@@ -259,17 +260,27 @@ def milliseconds(latencies: np.ndarray) -> list[float]:
     return [float(v) * 1e3 for v in np.percentile(latencies, [50, 99, 99.9])]
 
 
-async def measure_latency(url: str, token: str, queries: list[dict], seconds: float) -> list:
-    """Open-loop runs of GET /v1/recommendation at each rate of RATES, then of GET /healthz at the highest."""
+@contextlib.asynccontextmanager
+async def recommendations(url: str, token: str, queries: list[dict]):
+    """Open connections to the service; yield them and ``recommend(k)``, the GET of the k-th query's answer."""
     targets = [f"/v1/recommendation?{urllib.parse.urlencode(query)}" for query in queries]
     address = urllib.parse.urlsplit(url)
     assert address.hostname is not None and address.port is not None
     connections = Connections(address.hostname, address.port, token)
     await connections.open()
-    try:
 
-        async def recommend(k: int) -> int:
-            return await connections.get(targets[k % len(targets)])
+    async def recommend(k: int) -> int:
+        return await connections.get(targets[k % len(targets)])
+
+    try:
+        yield connections, recommend
+    finally:
+        await connections.close()
+
+
+async def measure_latency(url: str, token: str, queries: list[dict], seconds: float) -> list:
+    """Open-loop runs of GET /v1/recommendation at each rate of RATES, then of GET /healthz at the highest."""
+    async with recommendations(url, token, queries) as (connections, recommend):
 
         async def healthz(k: int) -> int:
             return await connections.get("/healthz")
@@ -281,8 +292,6 @@ async def measure_latency(url: str, token: str, queries: list[dict], seconds: fl
         floor_rate = RATES[-1][0]
         results.append((f"GET /healthz @ {floor_rate}/s (floor)", None, await open_loop(healthz, floor_rate, seconds)))
         return results
-    finally:
-        await connections.close()
 
 
 async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_uploads: int, stored: int) -> None:
@@ -343,22 +352,11 @@ async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_
 
 async def measure_during(url: str, token: str, queries: list[dict], seconds: float, posting: asyncio.Task) -> tuple:
     """Open-loop GET /v1/recommendation at POSTED_RATE for ``seconds`` (or until ``posting`` ends, if sooner)."""
-    targets = [f"/v1/recommendation?{urllib.parse.urlencode(query)}" for query in queries]
-    address = urllib.parse.urlsplit(url)
-    assert address.hostname is not None and address.port is not None
-    connections = Connections(address.hostname, address.port, token)
-    await connections.open()
-    try:
-
-        async def recommend(k: int) -> int:
-            return await connections.get(targets[k % len(targets)])
-
+    async with recommendations(url, token, queries) as (_, recommend):
         latencies, lags, failures = await open_loop(recommend, POSTED_RATE[0], seconds)
         if posting.done():
             print("warning: the posts ended before the GET run; post more jobs (n_jobs) for a full overlap")
         return latencies, lags, failures
-    finally:
-        await connections.close()
 
 
 def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored: int = 0) -> None:
