@@ -65,7 +65,7 @@ test-asan:
 	rm -rf build  # an in-tree build left by an editable install would be reused without the sanitizer
 	$(PYTHON) -m venv $(ASAN_VENV)
 	IOSETS_SANITIZE=1 $(ASAN_VENV)/bin/python -m pip install --quiet ".[test]"
-	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0 PYTHONMALLOC=malloc \
+	cd /tmp && LD_PRELOAD=$$(gcc -print-file-name=libasan.so) ASAN_OPTIONS=detect_leaks=0:handle_segv=0:handle_abort=0:handle_sigbus=0:allocator_may_return_null=1 PYTHONMALLOC=malloc \
 		$(CURDIR)/$(ASAN_VENV)/bin/python -m pytest $(CURDIR)/tests -q -m "not slow" -p no:cacheprovider
 
 $(VENV)/.installed-docs: $(VENV)/.installed

@@ -162,16 +162,21 @@ def test_a_cap_far_below_the_bomb_is_what_bounds_it(bomb):
 
 # ---------------------------------------------------------------------------------------------- the memory limit
 
+_DATA_SIZE = "__import__('iosets.analyzer._memory', fromlist=['data_size']).data_size()"
+
 
 def test_workers_run_under_a_data_memory_limit_and_passing_it_is_an_input_error():
     import resource
 
-    limit = run_isolated(eval, "__import__('resource').getrlimit(__import__('resource').RLIMIT_DATA)[0]", name="x")
-    assert limit == worker_memory() != resource.RLIM_INFINITY
+    soft, held = run_isolated(
+        eval, "__import__('resource').getrlimit(__import__('resource').RLIMIT_DATA)[0], " + _DATA_SIZE, name="x"
+    )
+    budget = worker_memory()
+    assert soft != resource.RLIM_INFINITY and held < soft <= held + budget  # what it held when forked, + the budget
     with pytest.raises(InputError) as error:
-        run_isolated(bytearray, limit + 1, name="huge.darshan")  # refused at once: no page is touched
+        run_isolated(bytearray, budget + 1, name="huge.darshan")  # refused at once: no page is touched
     assert str(error.value) == (
-        f"huge.darshan: passed the worker's memory limit ({limit >> 20} MiB of data; {MEMORY_ENV} sets it)"
+        f"huge.darshan: passed the worker's memory limit ({budget >> 20} MiB of data; {MEMORY_ENV} sets it)"
     )
     assert run_isolated(str.upper, "a", name="x") == "A"  # a fresh worker takes the next task
 
