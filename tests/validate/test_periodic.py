@@ -56,12 +56,13 @@ def test_timestamps_follow_the_phase_list_and_the_files_hold_one_phase(periodic,
 def test_no_phase_starts_after_the_stop_date_and_the_files_are_removed(periodic, tmp_path):
     csv = tmp_path / "job.csv"
     start = time.time_ns() + 200_000_000
-    stop = start + 250_000_000
+    stop = start + 1_000_000_000  # 50 phases of 0.05 s compute take 2.5 s at least: the stop date ends the job
     arguments = ["--job-id", "job", "--dir", str(tmp_path), "--output", str(csv), "--count", "50"]
     run(periodic, *arguments, "--t-cpu", "0.05", "--bytes", "4096", "--start-at", str(start), "--stop-at", str(stop))
     _, (cpu_start, _, _, io_end), _ = read_timestamps(csv)
-    assert cpu_start[0] == start  # released on the date given
-    assert 2 <= cpu_start.size < 50
+    # released on the date given (or at once, if a loaded machine launched it after that date): never before
+    assert cpu_start[0] >= start
+    assert 1 <= cpu_start.size < 50
     assert (cpu_start < stop).all() and io_end[-1] >= stop  # the next phase would have started after the stop
     assert sorted(p.name for p in tmp_path.iterdir()) == ["job.csv"]
 
