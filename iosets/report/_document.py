@@ -15,28 +15,6 @@ import polars as pl
 if TYPE_CHECKING:
     from ..validate import Validation
 
-SET_PALETTE = (
-    "#1f77b4",
-    "#ff7f0e",
-    "#2ca02c",
-    "#d62728",
-    "#9467bd",
-    "#8c564b",
-    "#e377c2",
-    "#7f7f7f",
-    "#bcbd22",
-    "#17becf",
-)
-"""Colours of sets 0, 1, 2, ... (cycled); one set has one colour in every plot of a report."""
-
-UNSET_COLOUR = "#b0b0b0"
-"""Colour of jobs without a set (no recommendation given)."""
-
-
-def set_colour(set_id: int | None) -> str:
-    """The colour of ``set_id`` in every plot; grey for None."""
-    return UNSET_COLOUR if set_id is None else SET_PALETTE[set_id % len(SET_PALETTE)]
-
 
 @dataclass(frozen=True)
 class Figure:
@@ -56,7 +34,8 @@ class Figure:
 class Table:
     """The numbers behind a section, shown as an HTML table.
 
-    ``formats`` maps a column to a Python format spec for display (``"{:.3f}"``); every cell also
+    ``formats`` maps a column to a kind of :mod:`._format` (``"bytes"``, ``"date"``, ``"seconds"``, ...) or a
+    Python format spec (``"{:.3f}"``); a number without one shows as ``"number"``. Every cell also
     keeps its exact value in a ``data-value`` attribute, so that a reader (or a test) gets the number
     the table came from. ``interactive`` tables can be sorted and filtered in the page.
     """

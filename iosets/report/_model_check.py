@@ -10,7 +10,8 @@ import polars as pl
 
 from ..replay import ModelCheck, model_check
 from ._document import Figure, ReportInputs, Section, Table
-from ._plots import counted, ecdf_trace, figure_layout, number_axis
+from ._format import counted
+from ._plots import ecdf_trace, figure_layout, number_axis
 from ._scheduler import REPLAY_COMMAND
 
 SECTION_ID = "model-check"

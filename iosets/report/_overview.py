@@ -8,19 +8,18 @@ import numpy as np
 import polars as pl
 
 from ..schemas import JOBS, NOT_PERIODIC_CODES, NOT_PERIODIC_MEANINGS
-from ._document import Figure, ReportInputs, Section, Table, set_colour
+from ._document import Figure, ReportInputs, Section, Table
+from ._format import counted, format_bytes, format_date
+from ._palette import set_colour
 from ._plots import (
     GRID_BINS,
     bar_trace,
     binned_scatter_trace,
     bytes_axis,
     category_axis,
-    counted,
-    date_text,
     epoch_dated,
     escape_text,
     figure_layout,
-    format_bytes,
     json_values,
     log_histogram_2d,
     number_axis,
@@ -163,8 +162,8 @@ def site_summary(jobs: pl.DataFrame) -> pl.DataFrame:
             "apps": [row["apps"]],
             "bytes read": [float(row["bytes read"])],
             "bytes written": [float(row["bytes written"])],
-            "first start (UTC)": [date_text(span["start"].item())],
-            "last end (UTC)": [date_text(span["end"].item())],
+            "first start (UTC)": [format_date(span["start"].item())],
+            "last end (UTC)": [format_date(span["end"].item())],
             "periodic jobs": [row["periodic jobs"]],
             "periodic (%)": [100 * row["periodic jobs"] / row["jobs"] if row["jobs"] else None],
         },

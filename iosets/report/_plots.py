@@ -10,12 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
+from ._format import EPOCH_FLOOR
 
 ArrayLike = npt.ArrayLike | pl.Series
 
@@ -25,41 +26,12 @@ GRID_BINS = 60
 ECDF_POINTS = 200
 """Most points an ECDF trace keeps."""
 
-_BYTE_UNITS = ("B", "kB", "MB", "GB", "TB", "PB", "EB")
-
-EPOCH_FLOOR = 1e9
-"""Dates below this (2001-09-09) are seconds since a trace's start, not since the epoch."""
-
 
 def epoch_dated(jobs: pl.DataFrame) -> pl.DataFrame:
     """The jobs dated since the epoch; every job with a start when none is (block traces count from their start)."""
     timed = jobs.filter(pl.col("start").is_not_null())
     dated = timed.filter(pl.col("start") >= EPOCH_FLOOR)
     return dated if dated.height else timed
-
-
-def epoch_date(seconds: float, fmt: str = "%Y-%m-%d %H:%M") -> str | None:
-    """``seconds`` since the epoch as a UTC date; None below :data:`EPOCH_FLOOR` or past what a calendar holds."""
-    if not seconds >= EPOCH_FLOOR:
-        return None
-    try:
-        return datetime.fromtimestamp(seconds, UTC).strftime(fmt)
-    except (OverflowError, OSError, ValueError):  # past year 9999
-        return None
-
-
-def date_text(seconds: float | None) -> str:
-    """A date since the epoch as ``YYYY-MM-DD HH:MM`` (UTC), else seconds (since a trace's start below
-    :data:`EPOCH_FLOOR`, or too far for a calendar), ``-`` for none.
-
-    Examples
-    --------
-    >>> date_text(1.7e9), date_text(12.5), date_text(1e300), date_text(None)
-    ('2023-11-14 22:13', '12.5 s', '1e+300 s', '-')
-    """
-    if seconds is None:
-        return "-"
-    return epoch_date(seconds) or f"{seconds:,.6g} s"
 
 
 def _floats(values: ArrayLike) -> np.ndarray:
@@ -104,52 +76,6 @@ def escape_text(text: pl.Expr) -> pl.Expr:
         .str.replace_all("<", "&lt;", literal=True)
         .str.replace_all(">", "&gt;", literal=True)
     )
-
-
-def format_bytes(value: float | None) -> str:
-    """A byte count in decimal units with three significant digits; ``-`` for None.
-
-    Examples
-    --------
-    >>> format_bytes(1.5e9), format_bytes(512), format_bytes(None)
-    ('1.50 GB', '512 B', '-')
-    """
-    if value is None or not np.isfinite(value):
-        return "-"
-    power = 0
-    while abs(value) >= 999.5 and power < len(_BYTE_UNITS) - 1:
-        value /= 1000
-        power += 1
-    if power == 0:
-        return f"{value:.0f} B"
-    return f"{value:#.3g} {_BYTE_UNITS[power]}".replace(". ", " ")
-
-
-def format_seconds(value: float | None) -> str:
-    """A duration in the largest unit that keeps it >= 1 (ms, s, min, h, d), three significant digits.
-
-    Examples
-    --------
-    >>> format_seconds(0.25), format_seconds(42), format_seconds(5400), format_seconds(3 * 86400)
-    ('250 ms', '42.0 s', '1.50 h', '3.00 d')
-    """
-    if value is None or not np.isfinite(value):
-        return "-"
-    for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0)):
-        if abs(value) >= size:
-            return f"{value / size:#.3g} {unit}".replace(". ", " ")
-    return f"{value * 1000:#.3g} ms".replace(". ", " ")
-
-
-def counted(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1 (nouns whose plural adds an s).
-
-    Examples
-    --------
-    >>> counted(1, "job"), counted(3, "job")
-    ('1 job', '3 jobs')
-    """
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def number_axis(title: str, *, log: bool = False) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import polars as pl
 
-from ._document import Figure, ReportInputs, Section, Table, set_colour
-from ._plots import bar_trace, category_axis, counted, figure_layout, format_bytes, number_axis
+from ._document import Figure, ReportInputs, Section, Table
+from ._format import counted, format_bytes
+from ._palette import set_colour
+from ._plots import bar_trace, category_axis, figure_layout, number_axis
 
 MISSING = "Run `iosets recommend JOBS -o rec.parquet`, then pass --rec rec.parquet"
 """What the section says without a recommendation."""

@@ -18,7 +18,8 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._document import Figure, ReportInputs, Section, Table
-from ._plots import EPOCH_FLOOR, date_text, epoch_date, epoch_dated
+from ._format import EPOCH_FLOOR, epoch_date, format_date, format_value
+from ._plots import epoch_dated
 
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
@@ -214,7 +215,7 @@ def table_rows(table: Table) -> Iterator[str]:
         cells = []
         for value, fmt, is_number in zip(row, formats, numeric, strict=True):
             exact = html.escape(exact_value(value))
-            shown = html.escape(display_value(value, fmt))
+            shown = html.escape(format_value(value, fmt))
             cells.append(f'<td{NUMBER_CLASS if is_number else ""} data-value="{exact}">{shown}</td>')
         hidden = table.interactive and index >= PAGE_ROWS
         yield ("<tr hidden>" if hidden else "<tr>") + "".join(cells) + "</tr>"
@@ -231,17 +232,6 @@ def exact_value(value: Any) -> str:
     if isinstance(value, datetime.date):
         return value.isoformat()
     return str(value)
-
-
-def display_value(value: Any, fmt: str | None) -> str:
-    """The cell's text: ``fmt`` applied to a value, 6 significant digits for a float without one; '' for null."""
-    if value is None:
-        return ""
-    if fmt is not None:
-        return fmt.format(value)
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return exact_value(value)
 
 
 def site_span(inputs: ReportInputs) -> str:
@@ -274,7 +264,7 @@ def site_span(inputs: ReportInputs) -> str:
 def _date(seconds: float) -> str:
     """A date since the epoch in UTC, or seconds since the trace's start for small values."""
     date = epoch_date(seconds)
-    return f"{date} UTC" if date else date_text(seconds)
+    return f"{date} UTC" if date else format_date(seconds)
 
 
 def _duration(seconds: float) -> str:

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._document import Figure, ReportInputs, Section, Table, set_colour
+from ._document import Figure, ReportInputs, Section, Table
+from ._palette import set_colour
 from ._plots import ECDF_POINTS, ecdf_trace, escape_text, figure_layout, json_values, number_axis, seconds_axis
 
 SECTION_ID = "requests"

@@ -7,11 +7,12 @@ from typing import Any
 
 import polars as pl
 
-from ._document import Figure, ReportInputs, Section, Table, set_colour
+from ._document import Figure, ReportInputs, Section, Table
+from ._format import counted
+from ._palette import set_colour
 from ._plots import (
     ECDF_POINTS,
     category_axis,
-    counted,
     ecdf_trace,
     escape_text,
     figure_layout,

@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ._document import UNSET_COLOUR, Figure, ReportInputs, Section, Table, set_colour
+from ._document import Figure, ReportInputs, Section, Table
+from ._format import epoch_date, format_seconds
+from ._palette import UNSET_COLOUR, set_colour
 from ._plots import (
     category_axis,
-    epoch_date,
     escape_text,
     figure_layout,
-    format_seconds,
     json_values,
     number_axis,
 )

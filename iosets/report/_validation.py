@@ -9,7 +9,8 @@ import polars as pl
 
 from ..validate import CRITERION, CRITERION_SHARE, METRICS, POLICIES
 from ._document import Figure, ReportInputs, Section, Table
-from ._plots import box_trace, category_axis, counted, figure_layout, format_bytes, json_values, number_axis
+from ._format import counted, format_bytes
+from ._plots import box_trace, category_axis, figure_layout, json_values, number_axis
 from ._scheduler import SCHEDULER_PALETTE
 
 if TYPE_CHECKING:

@@ -6,8 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.report._document import ReportInputs, set_colour
+from iosets.report._document import ReportInputs
 from iosets.report._overview import _jobs_with_sets, overview_section, w_iter_alpha_figure
+from iosets.report._palette import set_colour
 from iosets.schemas import JOBS, NOT_PERIODIC_MEANINGS
 
 T0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC

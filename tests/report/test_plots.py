@@ -4,7 +4,6 @@ import json
 
 import numpy as np
 import polars as pl
-import pytest
 
 from iosets.report._plots import (
     bar_trace,
@@ -14,8 +13,6 @@ from iosets.report._plots import (
     ecdf,
     ecdf_trace,
     escape_text,
-    format_bytes,
-    format_seconds,
     json_values,
     log_histogram_2d,
     quantiles,
@@ -33,22 +30,6 @@ def test_json_values_turn_nan_and_nulls_into_none():
 def test_escape_text_keeps_markup_as_text():
     got = pl.select(escape_text(pl.lit("<script>x&y</script>"))).item()
     assert got == "&lt;script&gt;x&amp;y&lt;/script&gt;"
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [(0, "0 B"), (999, "999 B"), (1000, "1.00 kB"), (1.5e9, "1.50 GB"), (2.345e12, "2.35 TB"), (None, "-")],
-)
-def test_format_bytes(value, text):
-    assert format_bytes(value) == text
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [(0.0123, "12.3 ms"), (1, "1.00 s"), (90, "1.50 min"), (7200, "2.00 h"), (86400 * 1.5, "1.50 d"), (None, "-")],
-)
-def test_format_seconds(value, text):
-    assert format_seconds(value) == text
 
 
 def test_axes_say_their_unit_and_scale():

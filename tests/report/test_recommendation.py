@@ -4,7 +4,8 @@ import polars as pl
 import pytest
 
 from iosets.recommender import EXPORT_FORMATS, recommend, set_summary
-from iosets.report._document import ReportInputs, set_colour
+from iosets.report._document import ReportInputs
+from iosets.report._palette import set_colour
 from iosets.report._recommendation import MISSING, conservative_set, export_table, recommendation_section
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.report._document import ReportInputs, set_colour
+from iosets.report._document import ReportInputs
+from iosets.report._palette import set_colour
 from iosets.report._request_level import TOP_CLASSES, request_level_section, sliding_shares
 from iosets.schemas import JOBS, REQUEST_CLASSES, REQUEST_RESULTS
 

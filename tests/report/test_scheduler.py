@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.report._document import ReportInputs, set_colour
+from iosets.report._document import ReportInputs
+from iosets.report._palette import set_colour
 from iosets.report._scheduler import baseline_scheduler, scheduler_order, scheduler_section
 from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_SCHEDULERS, TUNE_RANKING
 

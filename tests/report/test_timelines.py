@@ -6,7 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from iosets.report._document import UNSET_COLOUR, ReportInputs, set_colour
+from iosets.report._document import ReportInputs
+from iosets.report._palette import UNSET_COLOUR, set_colour
 from iosets.report._timelines import (
     GANTT_JOBS,
     busiest_window,
