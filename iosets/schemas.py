@@ -780,6 +780,14 @@ REQUEST_CLASSES = TableSchema(
     "all but `scheduler`).",
     (
         Column("class", None, "Class."),
+        Column(
+            "set",
+            pl.Int64,
+            "The class's IO-SETS set when the classes are sets (classed by a `set` column, as "
+            "`iosets replay-requests --rec REC --class-by set` does): draw it in the set's colour; null otherwise.",
+            required=False,
+            nullable=True,
+        ),
         Column("bytes", pl.Float64, "Bytes served."),
         Column("requests", pl.Int64, "Requests served."),
         Column("share", pl.Float64, "Share of all bytes; null when no request moved a byte.", nullable=True),

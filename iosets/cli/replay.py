@@ -121,12 +121,13 @@ def _figure_workload(
     )
 
 
-def _report_metrics(metrics: Any, as_json: bool) -> dict[str, Any] | None:
-    """Print why a metric is null (``note:`` lines), then the metrics as JSON; the metrics for a table otherwise."""
+def _report_metrics(metrics: Any, as_json: bool, **extra: Any) -> dict[str, Any] | None:
+    """Print why a metric is null (``note:`` lines), then the metrics (and ``extra`` keys) as JSON; the metrics
+    for a table otherwise."""
     for name, why in metrics.notes.items():
         show_note(f"{name}: {why}")
     if as_json:
-        print_json(metrics.to_dict())
+        print_json({**metrics.to_dict(), **extra})
         return None
     return metrics.to_dict()
 
@@ -154,9 +155,26 @@ def replay(
 
 
 def replay_requests(
-    ops_path: Annotated[Path, typer.Argument(metavar="REQUESTS", help="Requests table (.csv or .parquet).")],
+    ops_path: Annotated[
+        Path,
+        typer.Argument(
+            metavar="REQUESTS",
+            help="Requests table (.csv or .parquet), or a site trace (`iosets ingest --site -o`).",
+        ),
+    ],
     scheduler: Annotated[str, typer.Option(help=one_of(SCHEDULERS))] = "fcfs",
-    class_by: Annotated[str, typer.Option(help="Column giving each request's class.")] = "job_id",
+    class_by: Annotated[
+        str, typer.Option(help="Column giving each request's class; `set` with --rec: its job's set.")
+    ] = "job_id",
+    rec_path: Annotated[
+        Path | None,
+        typer.Option(
+            "--rec",
+            help="Recommendation (`iosets recommend -o`): each request gets its job's set (jobs it lacks: its "
+            "conservative set, said); with --class-by set, iosets-wfq and rbfq take the sets' weights, "
+            "reservations and limits from it unless given.",
+        ),
+    ] = None,
     weight: Annotated[list[str] | None, typer.Option(help="CLASS=WEIGHT (repeatable).")] = None,
     reservation: Annotated[list[str] | None, typer.Option(help="CLASS=RESERVATION (repeatable).")] = None,
     limit: Annotated[list[str] | None, typer.Option(help="CLASS=LIMIT (repeatable).")] = None,
@@ -170,32 +188,49 @@ def replay_requests(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON only.")] = False,
 ) -> None:
-    """Replay a request trace through a scheduler and the device model; print per-class shares."""
-    from ..analyzer import read_requests
-    from ..replay import Device, RequestResults, replay_requests
+    """Replay a request trace through a scheduler and the device model; print per-class shares.
+
+    A site trace's requests synthesised from HEATMAP bins (rank -1, no offset) are one stream per job and
+    each pays the device's seek; the output says how many there are.
+    """
+    from .._io import read_frame
+    from ..replay import Device, RequestResults, replay_requests, request_sets
 
     if output is not None:
         RequestResults.check_output(output)
-    ops = read_requests(ops_path)
+    ops = _read_requests(ops_path)
+    given = {}
+    if rec_path is not None:
+        with warnings_to_stderr():
+            sets = request_sets(ops, read_frame(rec_path, what="recommendation"))
+        ops = sets.requests
+        given = sets.parameters(scheduler) if class_by == "set" else {}
     if class_by not in ops.columns:
-        raise InputError(f"--class-by: {ops_path} has no column {class_by!r}")
+        hint = "; give --rec REC to class requests by their job's set" if class_by == "set" else ""
+        raise InputError(f"--class-by: {ops_path} has no column {class_by!r}{hint}")
     key = int if ops[class_by].dtype.is_integer() else str  # --weight 3=... names class 3 of an integer column
     result = replay_requests(
         ops,
         scheduler,
         device=Device.from_strings(device or []),
         class_by=class_by,
-        weights=parse_pairs(weight, "--weight", key) or None,
-        reservations=parse_pairs(reservation, "--reservation", key) or None,
-        limits=parse_pairs(limit, "--limit", key) or None,
+        weights=parse_pairs(weight, "--weight", key) or given.get("weights"),
+        reservations=parse_pairs(reservation, "--reservation", key) or given.get("reservations"),
+        limits=parse_pairs(limit, "--limit", key) or given.get("limits"),
         **parse_pairs(param, "--param"),
     )
     if output is not None:
         echo(f"wrote {', '.join(map(str, result.write(output).written))}")
-    metrics = _report_metrics(result.metrics, as_json)
+    trace = result.trace
+    if trace.no_rank or trace.no_offset:
+        show_note(stand_ins_text(trace.n, no_rank=trace.no_rank, no_offset=trace.no_offset))
+    if given:
+        show_note(f"{scheduler}: {', '.join(given)} of each set from {rec_path}")
+    stand_ins = {"no_rank": trace.no_rank, "no_offset": trace.no_offset}
+    metrics = _report_metrics(result.metrics, as_json, stand_ins=stand_ins)
     if metrics is None:
         return
-    title = f"{ops_path}: {scheduler}, {result.trace.n} requests in {result.metrics.n_units} units"
+    title = f"{ops_path}: {scheduler}, {trace.n} requests in {result.metrics.n_units} units"
     show(render_table(metrics["classes"], CLASS_COLUMNS, title=title))
     echo(
         f"aggregate {shown(metrics['aggregate_throughput'], '{:.2f}', scale=1e-6)} MB/s, "
@@ -203,6 +238,41 @@ def replay_requests(
         f"mean aggregation {shown(metrics['mean_aggregation_size'], '{:.2f}')}",
         stderr=False,
     )
+
+
+def _read_requests(path: Path) -> pl.DataFrame:
+    """A requests table, or a site trace as it is (told by its ``synthetic`` column), checked against its schema."""
+    from .._results import read_table
+    from ..analyzer import read_requests
+    from ..schemas import SITE_REQUESTS
+
+    if "synthetic" in _columns(path):
+        return read_table(path, SITE_REQUESTS, what="site trace")
+    return read_requests(path)
+
+
+def _columns(path: Path) -> list[str]:
+    """The column names of a Parquet or CSV table (a CSV's header line); none when they cannot be read (the
+    table's reader then says why)."""
+    import polars as pl
+
+    try:
+        if path.suffix == ".parquet":
+            return list(pl.read_parquet_schema(path))
+        with path.open(encoding="utf-8", errors="replace") as text:
+            return [name.strip().strip('"') for name in text.readline().rstrip("\r\n").split(",")]
+    except (OSError, pl.exceptions.PolarsError):
+        return []
+
+
+def stand_ins_text(n: int, *, no_rank: int, no_offset: int) -> str:
+    """How many of ``n`` requests stand in for what their source did not record, and how the replay reads them."""
+    parts = []
+    if no_rank:
+        parts.append(f"{no_rank} with rank -1 (their job's one stream)")
+    if no_offset:
+        parts.append(f"{no_offset} with no offset (each pays the device's seek)")
+    return f"of {n} requests, {' and '.join(parts)}: synthesised from Darshan HEATMAP bins, which record neither"
 
 
 def experiment(

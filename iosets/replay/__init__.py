@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._phase import PhaseReplay, replay_phases
     from ._phase_metrics import PhaseMetrics, workload_metrics
     from ._policies import POLICIES, assign_policy
+    from ._rec_sets import RequestSets, request_sets
     from ._request_metrics import (
         RequestMetrics,
         backlogged_shares,
@@ -57,6 +58,8 @@ _EXPORTS = {
     "replay_phases": "._phase",
     "POLICIES": "._policies",
     "assign_policy": "._policies",
+    "RequestSets": "._rec_sets",
+    "request_sets": "._rec_sets",
     "RequestMetrics": "._request_metrics",
     "backlogged_shares": "._request_metrics",
     "interval_bytes": "._request_metrics",

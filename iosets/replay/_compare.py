@@ -75,9 +75,11 @@ class SchedulerComparison(Tables):
         return model_check(self.jobs.filter(pl.col("scheduler") == first))
 
 
-def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
-    """Each trace job's set (missing jobs: the recommendation's largest set, with a warning), the sets the
-    recommendation gives (trace jobs it holds only) and the per-set table.
+def _job_sets(
+    site_requests: pl.DataFrame, rec: pl.DataFrame, *, what: str = "site trace"
+) -> tuple[dict[str, int], dict[str, int], pl.DataFrame]:
+    """Each trace job's set (missing jobs: the recommendation's largest set, with a warning naming ``what``
+    holds them), the sets the recommendation gives (trace jobs it holds only) and the per-set table.
 
     Per set: ``wfq_weight``, ``rbfq_weight`` and ``rbfq_reservation`` are its largest job's (one job of a
     set does I/O at a time), ``rbfq_limit`` its largest (0: none).
@@ -99,7 +101,7 @@ def _job_sets(site_requests: pl.DataFrame, rec: pl.DataFrame) -> tuple[dict[str,
     if absent:
         shown = ", ".join(absent[:5]) + (", ..." if len(absent) > 5 else "")
         warnings.warn(
-            f"{len(absent)} job(s) of the site trace not in the recommendation go to its conservative set "
+            f"{len(absent)} job(s) of the {what} not in the recommendation go to its conservative set "
             f"{conservative}: {shown}",
             stacklevel=3,
         )

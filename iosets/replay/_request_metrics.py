@@ -23,7 +23,8 @@ class RequestMetrics:
     Attributes
     ----------
     classes : polars.DataFrame
-        One row per class (:data:`iosets.schemas.REQUEST_CLASSES`): ``class``, ``bytes``,
+        One row per class (:data:`iosets.schemas.REQUEST_CLASSES`): ``class``, ``set`` (the class's IO-SETS
+        set when the classes are the values of a ``set`` column, else null), ``bytes``,
         ``requests``, ``share`` (of all bytes; null when none moved), ``throughput`` (bytes /
         (last completion - first arrival) of the class; null over a zero span),
         ``latency_p50``, ``latency_p99`` (completion - arrival, s), ``reservation`` and
@@ -99,13 +100,17 @@ class _ReplayedTrace:
             else per_class["throughput"] / per_class["bytes"] * per_class["requests"]
         )
         reserved = pl.Series(np.where(reservation[ids] > 0, reservation[ids], np.nan)).fill_nan(None)
+        labels = pl.Series("class", trace.classes[ids])
+        sets = labels.cast(pl.Int64, strict=False) if trace.class_by == "set" else pl.Series([None] * ids.size)
         return per_class.with_columns(
-            pl.Series("class", trace.classes[ids]),
+            labels,
+            sets.cast(pl.Int64).alias("set"),
             (pl.col("bytes") / total if total > 0 else pl.lit(None, pl.Float64)).alias("share"),
             reserved.alias("reservation"),
             (rate >= 0.99 * reserved).alias("reservation_met"),
         ).select(
             "class",
+            "set",
             "bytes",
             pl.col("requests").cast(pl.Int64),
             "share",

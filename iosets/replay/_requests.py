@@ -164,7 +164,9 @@ def replay_requests(
     Parameters
     ----------
     ops : polars.DataFrame or RequestArrays
-        A requests table (:data:`iosets.schemas.REQUESTS`) or a prepared trace.
+        A requests table (:data:`iosets.schemas.REQUESTS`), a site trace (:data:`iosets.schemas.SITE_REQUESTS`,
+        ``iosets ingest --site``: told by its ``synthetic`` column; its requests synthesised from HEATMAP bins
+        are read as :meth:`RequestArrays.from_site` says) or a prepared trace.
     scheduler : str, default="fcfs"
         One of :data:`SCHEDULERS`.
     device : Device, default=None
@@ -187,16 +189,19 @@ def replay_requests(
     check_choice(scheduler, "scheduler", SCHEDULERS)
     vector = _scheduler_params(scheduler, params)
     device = device or _DEFAULT_DEVICE
-    trace = (
-        ops
-        if isinstance(ops, RequestArrays)
-        else RequestArrays.from_ops(
+    if isinstance(ops, RequestArrays):
+        trace = ops
+    elif "synthetic" in ops.columns:  # a site trace
+        trace = RequestArrays.from_site(
+            ops, class_by=class_by, server_by=server_by or ("server" if "server" in ops.columns else None)
+        )
+    else:
+        trace = RequestArrays.from_ops(
             ops,
             class_by=class_by,
             server_by=server_by or ("server" if "server" in ops.columns else None),
             phase_gap=check_positive(phase_gap, "phase_gap", strict=False) if scheduler == "iosets-wfq" else None,
         )
-    )
     weight = _per_class(weights, trace, "weights", 1.0)
     reservation = _per_class(reservations, trace, "reservations", 0.0)
     limit = _per_class(limits, trace, "limits", 0.0)

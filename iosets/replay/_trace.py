@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 
 from ..errors import InputError
-from ..schemas import REQUESTS
+from ..schemas import REQUESTS, SITE_REQUESTS
 
 
 class EngineRequests(TypedDict):
@@ -43,6 +43,12 @@ class RequestArrays:
     n_streams, n_servers, n_phases : int
     order : numpy.ndarray (int64)
         Row of the source requests table of each request.
+    class_by : str or None
+        Column the classes are the values of (``"set"``: the classes are IO-SETS sets); None when they come
+        from elsewhere (a mapping).
+    no_rank, no_offset : int
+        Requests of a site trace standing in for what its source did not record (:meth:`from_site`): with
+        rank -1 (one stream per job) and with no offset (each pays the device's seek).
     """
 
     arrival: np.ndarray
@@ -58,6 +64,9 @@ class RequestArrays:
     n_servers: int
     n_phases: int
     order: np.ndarray
+    class_by: str | None = None
+    no_rank: int = 0
+    no_offset: int = 0
 
     @property
     def n(self) -> int:
@@ -108,16 +117,9 @@ class RequestArrays:
             With a ``phase`` column absent, a job's requests start a new I/O phase
             after an idle gap longer than this (s); None leaves phases unknown.
         """
-        missing = [c for c in (class_by, stream_by, server_by) if c is not None and c not in ops.columns]
-        if missing:
-            raise InputError(f"requests table: missing columns {missing}; has {ops.columns}")
-        frame = REQUESTS.validate(ops, source="ops").with_row_index("_row")
-        for column in (class_by, stream_by, server_by):
-            if column is not None and frame[column].null_count():
-                row = int(frame[column].is_null().arg_true()[0])
-                raise InputError(
-                    f"ops row {row}: {column}: expected a value (it names a class, stream or server), got null"
-                )
+        named = (class_by, stream_by, server_by)
+        _check_present(ops, named, table="requests table")
+        frame = _check_filled(REQUESTS.validate(ops, source="ops"), named, rows="ops")
         frame = frame.sort("start", maintain_order=True)
         if stream_by is None:  # a request's stream: its file where known, else its rank
             frame = frame.with_columns(
@@ -126,30 +128,111 @@ class RequestArrays:
                 )
             )
             stream_by = "_stream"
-        classes = frame[class_by].unique().sort()
         if "phase" in frame.columns:
             phase = _dense(frame, ["job_id", "phase"])
         elif phase_gap is not None:
             phase = _phases_by_gap(frame, phase_gap)
         else:
             phase = np.full(frame.height, -1, dtype=np.int32)
+        return cls._of(frame, class_by=class_by, stream=_dense(frame, [stream_by]), server_by=server_by, phase=phase)
+
+    @classmethod
+    def from_site(
+        cls, site_requests: pl.DataFrame, *, class_by: str = "job_id", server_by: str | None = None
+    ) -> RequestArrays:
+        """Build from a site trace (:data:`iosets.schemas.SITE_REQUESTS`, ``iosets ingest --site``), stand-ins
+        included.
+
+        A request synthesised from a job's Darshan HEATMAP bins records neither rank (-1) nor offset
+        (null); the request engine then reads them as the closed loop (``replay_trace``) does:
+
+        - stream: the request's file where known, else its job and rank, so that a job's synthesised
+          requests are one stream of their own (never another job's);
+        - offset: none, so the request continues nothing and the device charges it a seek (one bin's bytes
+          in one request: at most one seek per bin, where the recorded requests may have paid many);
+        - phase: a request outside every phase (null) is a phase of its own.
+
+        :attr:`no_rank` and :attr:`no_offset` count them.
+
+        Parameters
+        ----------
+        site_requests : polars.DataFrame
+            Columns of :data:`iosets.schemas.SITE_REQUESTS` (``end`` may be null: the open loop does not read it).
+        class_by : str, default="job_id"
+            Column whose values are the scheduler's classes.
+        server_by : str, default=None
+            Column naming the server of each request; one server when None.
+        """
+        named = (class_by, server_by)
+        _check_present(site_requests, named, table="site trace")
+        frame = SITE_REQUESTS.validate(site_requests, source="site trace")
+        frame = _check_filled(frame, named, rows="site trace").sort("start", maintain_order=True)
+        by_job = pl.lit("rank:") + pl.col("job_id") + ":" + pl.col("rank").cast(pl.String)
+        frame = frame.with_columns(pl.coalesce(pl.lit("file:") + pl.col("file"), by_job).alias("_stream"))
+        phase = np.empty(frame.height, dtype=np.int32)
+        known = frame["phase"].is_not_null().to_numpy()
+        phase[known] = _dense(frame.filter(known), ["job_id", "phase"])
+        phase[~known] = int(phase[known].max(initial=-1)) + 1 + np.arange(int((~known).sum()), dtype=np.int32)
+        return cls._of(
+            frame,
+            class_by=class_by,
+            stream=_dense(frame, ["_stream"]),
+            server_by=server_by,
+            phase=phase,
+            no_rank=int((frame["rank"] == -1).sum()),
+            no_offset=frame["offset"].null_count(),
+        )
+
+    @classmethod
+    def _of(
+        cls,
+        frame: pl.DataFrame,
+        *,
+        class_by: str,
+        stream: np.ndarray,
+        server_by: str | None,
+        phase: np.ndarray,
+        no_rank: int = 0,
+        no_offset: int = 0,
+    ) -> RequestArrays:
+        """The arrays of checked rows sorted by start (``_row``: their row in the source)."""
         server = _dense(frame, [server_by]) if server_by else np.zeros(frame.height, np.int32)
-        stream = _dense(frame, [stream_by])
         return cls(
             arrival=frame["start"].cast(pl.Float64).to_numpy(),
             size=frame["size"].cast(pl.Float64).to_numpy(),
-            offset=frame["offset"].cast(pl.Int64).to_numpy(),
+            offset=frame["offset"].fill_null(-1).cast(pl.Int64).to_numpy(),  # -1 continues no request
             cls=_dense(frame, [class_by]),
             stream=stream,
             server=server,
             phase=phase,
             op=(frame["op"] == "write").cast(pl.Int8).to_numpy(),
-            classes=classes.to_numpy(),
+            classes=frame[class_by].unique().sort().to_numpy(),
             n_streams=int(stream.max(initial=-1)) + 1,
             n_servers=int(server.max(initial=-1)) + 1,
             n_phases=int(phase.max(initial=-1)) + 1,
             order=frame["_row"].cast(pl.Int64).to_numpy(),
+            class_by=class_by,
+            no_rank=no_rank,
+            no_offset=no_offset,
         )
+
+
+def _check_present(frame: pl.DataFrame, columns: tuple[str | None, ...], *, table: str) -> None:
+    """Raise unless ``frame`` has the ``columns`` that name classes, streams and servers (None: not asked for)."""
+    missing = [c for c in columns if c is not None and c not in frame.columns]
+    if missing:
+        raise InputError(f"{table}: missing columns {missing}; has {frame.columns}")
+
+
+def _check_filled(frame: pl.DataFrame, columns: tuple[str | None, ...], *, rows: str) -> pl.DataFrame:
+    """``frame`` with its row numbers (``_row``), once ``columns`` are known to hold no null."""
+    for column in columns:
+        if column is not None and frame[column].null_count():
+            row = int(frame[column].is_null().arg_true()[0])
+            raise InputError(
+                f"{rows} row {row}: {column}: expected a value (it names a class, stream or server), got null"
+            )
+    return frame.with_row_index("_row")
 
 
 def _dense(frame: pl.DataFrame, columns: list[str]) -> np.ndarray:
