@@ -193,6 +193,8 @@ def replay_requests(
     A site trace's requests synthesised from HEATMAP bins (rank -1, no offset) are one stream per job and
     each pays the device's seek; the output says how many there are.
     """
+    import polars as pl
+
     from .._io import read_frame
     from ..replay import Device, RequestResults, replay_requests, request_sets
 
@@ -202,7 +204,8 @@ def replay_requests(
     given = {}
     if rec_path is not None:
         with warnings_to_stderr():
-            sets = request_sets(ops, read_frame(rec_path, what="recommendation"))
+            rec = read_frame(rec_path, what="recommendation", schema_overrides={"job_id": pl.String})
+            sets = request_sets(ops, rec)
         ops = sets.requests
         given = sets.parameters(scheduler) if class_by == "set" else {}
     if class_by not in ops.columns:

@@ -134,3 +134,13 @@ def test_a_csv_site_trace_is_read_as_a_site_trace(chain, tmp_path):
     site.write_csv(tmp_path / "site.csv")
     metrics, _ = replay(str(tmp_path / "site.csv"))
     assert metrics["stand_ins"]["no_offset"] == site["offset"].null_count() > 0
+
+
+def test_a_csv_recommendation_keeps_its_job_ids_as_text(chain, tmp_path):
+    # read as numbers, 2241.0 and 2241.1 would be other names (or one: 2241.10 and 2241.1)
+    rec = read_frame(chain / "rec.parquet")
+    rec.write_csv(tmp_path / "rec.csv")
+    args = [str(chain / "site.parquet"), "--class-by", "set"]
+    from_csv, done = replay(*args, "--rec", str(tmp_path / "rec.csv"))
+    assert "warning" not in done.stderr
+    assert from_csv == replay(*args, "--rec", str(chain / "rec.parquet"))[0]
