@@ -529,6 +529,8 @@ def replay_trace(
     per set (bytes moved in the window). The site's jobs table written beside SITE by `iosets ingest
     --site` (NAME.jobs) gives the jobs' start dates, so that compute before a job's first request counts.
     """
+    import polars as pl
+
     from .._io import read_frame
     from ..analyzer import SiteTrace
     from ..replay import SchedulerComparison, compare_schedulers
@@ -539,7 +541,7 @@ def replay_trace(
     chosen_window = None if window is None else parse_window(window)
     site = SiteTrace.read(site_path)
     site_jobs = None if site.jobs is None else site.jobs.select("job_id", "start")
-    rec = read_frame(rec_path, what="recommendation")
+    rec = read_frame(rec_path, what="recommendation", schema_overrides={"job_id": pl.String})
     chosen_device, device_source, layout = _trace_device(device, site, site_path)
     echo(f"device: {chosen_device.describe()}")
     with warnings_to_stderr():

@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 
 from iosets._io import read_frame
 from iosets.cli import app
+from iosets.replay import Device
 from iosets.schemas import REQUEST_CLASSES
 
 pytest.importorskip("darshan")
@@ -144,3 +145,16 @@ def test_a_csv_recommendation_keeps_its_job_ids_as_text(chain, tmp_path):
     from_csv, done = replay(*args, "--rec", str(tmp_path / "rec.csv"))
     assert "warning" not in done.stderr
     assert from_csv == replay(*args, "--rec", str(chain / "rec.parquet"))[0]
+
+
+def test_replay_trace_reads_a_csv_recommendation_s_job_ids_as_text(chain, tmp_path):
+    read_frame(chain / "rec.parquet").write_csv(tmp_path / "rec.csv")
+    (tmp_path / "dev.json").write_text(json.dumps(Device().to_dict()))
+    outputs = []
+    for rec in (chain / "rec.parquet", tmp_path / "rec.csv"):
+        args = [str(chain / "site.parquet"), "--rec", str(rec), "--device", str(tmp_path / "dev.json")]
+        done = runner.invoke(app, ["replay-trace", *args, "--compare", "fcfs,iosets-wfq", "--json"])
+        assert done.exit_code == 0, done.output
+        assert "not in the recommendation" not in done.stderr
+        outputs.append(json.loads(done.stdout))
+    assert outputs[0] == outputs[1]
