@@ -201,7 +201,7 @@ def replay_requests(
     if output is not None:
         RequestResults.check_output(output)
     ops = _read_requests(ops_path)
-    given = {}
+    given: dict[str, dict[int, float]] = {}
     if rec_path is not None:
         with warnings_to_stderr():
             rec = read_frame(rec_path, what="recommendation", schema_overrides={"job_id": pl.String})
@@ -212,14 +212,20 @@ def replay_requests(
         hint = "; give --rec REC to class requests by their job's set" if class_by == "set" else ""
         raise InputError(f"--class-by: {ops_path} has no column {class_by!r}{hint}")
     key = int if ops[class_by].dtype.is_integer() else str  # --weight 3=... names class 3 of an integer column
+    explicit = {
+        "weights": parse_pairs(weight, "--weight", key),
+        "reservations": parse_pairs(reservation, "--reservation", key),
+        "limits": parse_pairs(limit, "--limit", key),
+    }
+    from_rec = [name for name in given if not explicit[name]]
     result = replay_requests(
         ops,
         scheduler,
         device=Device.from_strings(device or []),
         class_by=class_by,
-        weights=parse_pairs(weight, "--weight", key) or given.get("weights"),
-        reservations=parse_pairs(reservation, "--reservation", key) or given.get("reservations"),
-        limits=parse_pairs(limit, "--limit", key) or given.get("limits"),
+        weights=explicit["weights"] or given.get("weights"),
+        reservations=explicit["reservations"] or given.get("reservations"),
+        limits=explicit["limits"] or given.get("limits"),
         **parse_pairs(param, "--param"),
     )
     if output is not None:
@@ -227,8 +233,8 @@ def replay_requests(
     trace = result.trace
     if trace.no_rank or trace.no_offset:
         show_note(stand_ins_text(trace.n, no_rank=trace.no_rank, no_offset=trace.no_offset))
-    if given:
-        show_note(f"{scheduler}: {', '.join(given)} of each set from {rec_path}")
+    if from_rec:
+        show_note(f"{scheduler}: {', '.join(from_rec)} of each set from {rec_path}")
     stand_ins = {"no_rank": trace.no_rank, "no_offset": trace.no_offset}
     metrics = _report_metrics(result.metrics, as_json, stand_ins=stand_ins)
     if metrics is None:
@@ -275,7 +281,7 @@ def stand_ins_text(n: int, *, no_rank: int, no_offset: int) -> str:
         parts.append(f"{no_rank} with rank -1 (their job's one stream)")
     if no_offset:
         parts.append(f"{no_offset} with no offset (each pays the device's seek)")
-    return f"of {n} requests, {' and '.join(parts)}: synthesised from Darshan HEATMAP bins, which record neither"
+    return f"of {n} requests, {' and '.join(parts)}: rebuilt from Darshan HEATMAP bins, which record no rank or offset"
 
 
 def experiment(

@@ -158,3 +158,13 @@ def test_replay_trace_reads_a_csv_recommendation_s_job_ids_as_text(chain, tmp_pa
         assert "not in the recommendation" not in done.stderr
         outputs.append(json.loads(done.stdout))
     assert outputs[0] == outputs[1]
+
+
+def test_an_explicit_weight_replaces_the_recommendation_s(chain):
+    args = [str(chain / "site.parquet"), "--rec", str(chain / "rec.parquet"), "--class-by", "set"]
+    sets = sorted(read_frame(chain / "rec.parquet")["set"].unique().to_list())
+    weights = [f"--weight={s}=1" for s in sets]
+    equal, done = replay(*args, "--scheduler", "rbfq", *weights)
+    assert f"note: rbfq: reservations, limits of each set from {chain / 'rec.parquet'}" in done.stderr
+    # Jain's index divides each set's throughput by its weight: the weights given, not the recommendation's
+    assert equal["jain_index"] != replay(*args, "--scheduler", "rbfq")[0]["jain_index"]
