@@ -22,7 +22,7 @@ SET_PALETTE = (
 """Colours of sets 0, 1, 2, ... (cycled; Okabe-Ito's colour-blind-safe hues, then Tol's)."""
 
 UNSET_COLOUR = "#b0b0b0"
-"""Colour of jobs without a set (no recommendation given, or not periodic)."""
+"""Colour of jobs without a set (no recommendation given)."""
 
 POLICY_PALETTE = ("#2e3440", "#6b7785", "#a7b0bb", "#4c566a", "#8a94a0", "#c4cad2")
 """Neutral colours of policies and schedulers, in the order a figure lists them (cycled)."""
@@ -38,14 +38,15 @@ ACCENT_COLOUR = "#3b4252"
 
 
 def set_colour(set_id: int | None) -> str:
-    """The colour of ``set_id`` in every plot; grey for None.
+    """The colour of ``set_id`` in every plot; grey for None. A negative set is a set (SET-10 gives set -1 to a
+    w_iter under 0.316 s) and has its colour, the palette's last.
 
     Examples
     --------
-    >>> set_colour(0), set_colour(10), set_colour(None)
-    ('#0072b2', '#0072b2', '#b0b0b0')
+    >>> set_colour(0), set_colour(10), set_colour(-1), set_colour(None)
+    ('#0072b2', '#0072b2', '#117733', '#b0b0b0')
     """
-    return UNSET_COLOUR if set_id is None or set_id < 0 else SET_PALETTE[set_id % len(SET_PALETTE)]
+    return UNSET_COLOUR if set_id is None else SET_PALETTE[set_id % len(SET_PALETTE)]
 
 
 def policy_colour(index: int) -> str:
