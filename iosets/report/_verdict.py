@@ -375,7 +375,7 @@ def _tuning(inputs: ReportInputs) -> str:
         if _tunable(inputs.jobs) == 0:
             return (
                 "Not judged: whether another mapping would do better. The tuning replays periodic jobs with an "
-                "alpha_io, and this jobs table has none: `iosets tune` has nothing to rank."
+                "alpha_io, and this jobs table has none: a tuning would have nothing to rank."
             )
         jobs = _source(inputs, "jobs", "jobs.parquet")
         return (
