@@ -145,7 +145,7 @@ def impact_section(inputs: ReportInputs) -> Section:
         SECTION_ID,
         TITLE,
         reading=_reading(inputs, changes, table, order),
-        figures=(_figure(table, order, baseline),),  # type: ignore[arg-type]
+        figures=(_figure(table, order, baseline),),
         tables=(
             Table(
                 "impact-table",

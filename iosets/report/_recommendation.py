@@ -270,7 +270,8 @@ def _capped(weights: pl.DataFrame) -> str:
     if capped.height == 0:
         return ""
     names = listed([f"set {s}" for s in capped["set"].to_list()])
-    span = float(weights["priority"].max() / weights["priority"].min())  # type: ignore[operator]
+    priority = weights["priority"].to_numpy()
+    span = float(priority.max() / priority.min())
     lowest = int(weights["WFQ weight (B/round)"].min())  # type: ignore[arg-type]
     fits = int(AGIOS_MAX_WEIGHT // span)
     advice = (

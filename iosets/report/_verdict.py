@@ -397,12 +397,9 @@ def _tuning(inputs: ReportInputs) -> str:
             text += " " + _set_counts(int(tuned), n_sets, confident_sets)
         return text
     top = best.row(0, named=True)
-    mine = None if mapping is None else tune.filter(pl.col("mapping") == mapping)
-    where = (
-        f"ranks the recommendation's {mapping} {_tied_rank(tune, mapping)}"
-        if mine is not None and mine.height
-        else "does not rank the recommendation's mapping"
-    )
+    where = "does not rank the recommendation's mapping"
+    if mapping is not None and mapping in tune["mapping"].to_list():
+        where = f"ranks the recommendation's {mapping} {_tied_rank(tune, mapping)}"
     text = (
         f"Tuning and recommendation disagree: the tuning ranks {first} first ({counted(top['n_sets'], 'set')}) and "
         f"{where}, while the recommendation has {counted(n_sets, 'set')}. The verdict judges the recommendation, "

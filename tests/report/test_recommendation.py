@@ -1,9 +1,9 @@
 """Recommendation section: the per-set table equals the recommender's, the conservative set is named, exports listed."""
 
+import warnings
+
 import polars as pl
 import pytest
-
-import warnings
 
 from iosets.recommender import AGIOS_MAX_WEIGHT, EXPORT_FORMATS, recommend, set_summary
 from iosets.report._document import ReportInputs

@@ -6,9 +6,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from iosets.report._baseline import baseline_of
 from iosets.report._document import ReportInputs
 from iosets.report._palette import set_colour
-from iosets.report._baseline import baseline_of
 from iosets.report._scheduler import both_sides, scheduler_order, scheduler_section, tied_ranks
 from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_SCHEDULERS, TUNE_RANKING
 
