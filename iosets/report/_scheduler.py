@@ -223,9 +223,9 @@ def _tune_reading(tune: pl.DataFrame) -> str:
     numbers = f"utilization {format_ratio(top['utilization'])}, Max Stretch {format_ratio(top['max_stretch'])}"
     among = f"among {counted(tune.height, 'candidate mapping')}"
     if best.height == 1:
-        text = f"The tuning ranks {top['mapping']} first ({counted(top['n_sets'], 'set')}; {numbers}) {among}."
+        text = f"The tuning ranks {top['mapping']} first ({candidate_sets(top)}; {numbers}) {among}."
     else:
-        names = listed([f"{row['mapping']} ({counted(row['n_sets'], 'set')})" for row in best.iter_rows(named=True)])
+        names = listed([f"{row['mapping']} ({candidate_sets(row)})" for row in best.iter_rows(named=True)])
         text = (
             f"The tuning ties {best.height} mappings for first {among}: {names} ({numbers}); it does not tell them "
             "apart."
@@ -238,6 +238,13 @@ def _tune_reading(tune: pl.DataFrame) -> str:
             f" ({top['mapping']} ranks {_rank(top['idealised_rank'])} there)."
         )
     return text
+
+
+def candidate_sets(row: dict[str, Any]) -> str:
+    """How a tuning candidate's sets read: ``"2 sets"``; FAIR-SHARE's are one class per job."""
+    if row["mapping"] == "fair-share":
+        return f"one class per job: {counted(row['n_sets'], 'job')}"
+    return counted(row["n_sets"], "set")
 
 
 def _rank(value: int | None) -> str:
@@ -558,7 +565,9 @@ def _replay_reading(
         .group_by("set")
         .agg(pl.col("relative_change").mean().alias("mean"))
     )
-    if sets.height > 1:
+    if sets.height > 1 and sets["mean"].abs().max() <= NO_CHANGE:  # type: ignore[operator]
+        text += f" No set's mean runtime changes beyond {NO_CHANGE_BAND}."
+    elif sets.height > 1:
         best, worst = sets.sort("mean", "set").row(0), sets.sort("mean", "set", descending=[True, False]).row(0)
         text += (
             f" {set_label(best[0]).capitalize()} {'gains most' if best[1] < 0 else 'fares best'} (mean runtime "

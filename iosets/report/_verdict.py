@@ -29,7 +29,7 @@ from ._document import ReportInputs, Section, Table
 from ._format import counted, format_change, format_count, format_date, format_ratio, format_share, listed
 from ._plots import epoch_dated
 from ._recommendation import conservative_set, mapping_of
-from ._scheduler import COMPARED_METRICS, tuning_best
+from ._scheduler import COMPARED_METRICS, candidate_sets, tuning_best
 
 if TYPE_CHECKING:
     from ..replay import ModelCheck
@@ -284,6 +284,11 @@ def _prediction_text(inputs: ReportInputs, frame: pl.DataFrame, chosen: str) -> 
 # ------------------------------------------------------------------------------------------ the evidence
 
 
+def _share(value: float) -> str:
+    """A share as :func:`format_share` writes it, but "under 0.1 %" for a share it would round to 0.0 %."""
+    return "under 0.1 %" if 0 < value < 0.0005 else format_share(value)
+
+
 def _job_bytes(frame: pl.DataFrame) -> pl.Series | None:
     """Bytes read plus written per job; None when the table has neither column or they are all null."""
     names = [name for name in ("bytes_read", "bytes_written") if name in frame.columns]
@@ -308,7 +313,7 @@ def _evidence(inputs: ReportInputs) -> str:
     total = None if sizes is None else float(sizes.sum())
     if total and sizes is not None:
         moved = float(sizes.filter(confident).sum()) / total
-        text += f"; they move {'under 0.1 %' if 0 < moved < 0.001 else format_share(moved)} of the bytes"
+        text += f"; they move {_share(moved)} of the bytes"
     text += "."
     if "source" in rec.columns and n:
         sources = rec.filter(confident).group_by("source").len().sort("len", "source", descending=[True, False])
@@ -401,11 +406,15 @@ def _tuning(inputs: ReportInputs) -> str:
     if mapping is not None and mapping in tune["mapping"].to_list():
         where = f"ranks the recommendation's {mapping} {_tied_rank(tune, mapping)}"
     text = (
-        f"Tuning and recommendation disagree: the tuning ranks {first} first ({counted(top['n_sets'], 'set')}) and "
+        f"Tuning and recommendation disagree: the tuning ranks {first} first ({candidate_sets(top)}) and "
         f"{where}, while the recommendation has {counted(n_sets, 'set')}. The verdict judges the recommendation, "
-        "because the replay replayed its sets; the tuning replayed other jobs under other conditions (see the "
-        "warnings)."
+        "because the trace replay replayed its sets on the site's own requests"
     )
+    used = _tunable(inputs.jobs)
+    site_tuned = "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any()
+    if used and not site_tuned:  # `iosets tune --site` ranks by the trace replay of every site job
+        text += f"; the tuning replayed {used} of {counted(inputs.jobs.height, 'job')} as idealised periodic jobs"
+    text += "."
     if top["mapping"] == "fair-share":
         text += " FAIR-SHARE is no mapping to recommend: the replay's wfq (one class per job) runs it."
     else:
@@ -510,7 +519,7 @@ def _warnings(inputs: ReportInputs) -> list[str]:
     if runs is not None and share is not None and share < BARELY_OVERLAP:
         dated, ended = runs[0][np.isfinite(runs[0])], runs[1][np.isfinite(runs[1])]
         warnings.append(
-            f"The jobs barely overlap: {format_share(share)} of their run time is spent with another job running "
+            f"The jobs barely overlap: {_share(share)} of their run time is spent with another job running "
             f"(under {format_share(BARELY_OVERLAP)}), between {format_date(float(dated.min()))} and "
             f"{format_date(float(ended.max()))}. A scheduler changes only what runs at the same time: the "
             "predicted changes concern a small part of the site's time."

@@ -230,6 +230,13 @@ def test_tied_candidates_share_a_rank():
     ) in section.reading
 
 
+def test_sets_that_do_not_change_are_not_ranked():
+    same = {"fcfs": RUNTIMES["fcfs"], "iosets-wfq": [10.0, 20.1, 30.0]}  # b +0.5 %: within 1 %
+    reading = scheduler_section(full_inputs(replay_jobs=replay_jobs(same), replay_schedulers=None)).reading
+    assert "No set's mean runtime changes beyond ±1 %." in reading
+    assert "gains most" not in reading and "fares worst" not in reading
+
+
 def test_stretch_ecdf_is_reduced_and_exact():
     rng = np.random.default_rng(1)
     n = 1000

@@ -189,9 +189,20 @@ def test_a_disagreement_is_said_with_the_one_used_and_why():
     assert (
         "Tuning and recommendation disagree: the tuning ranks set-5 first (2 sets) and ranks the recommendation's "
         "set-10 at rank 2, while the recommendation has 2 sets. The verdict judges the recommendation, because the "
-        "replay replayed its sets"
-    ) in reading
+        "trace replay replayed its sets on the site's own requests; the tuning replayed 3 of 4 jobs as idealised "
+        "periodic jobs."
+    ) in reading  # a, b, c have a w_iter and an alpha_io (tune_selection); d has neither
     assert "`iosets recommend jobs.parquet --mapping set-5 -o rec.parquet`" in reading
+
+
+def test_fair_share_first_is_said_as_one_class_per_job():
+    ranking = tune(("fair-share", "set-10"), n_sets=(3, 1), utilization=(0.9, 0.8))
+    reading = verdict_section(inputs(tune=ranking)).reading
+    assert "the tuning ranks fair-share first (one class per job: 3 jobs) and ranks the recommendation's set-10" in (
+        reading
+    )
+    assert "FAIR-SHARE is no mapping to recommend: the replay's wfq (one class per job) runs it." in reading
+    assert "--mapping fair-share" not in reading
 
 
 def test_tied_candidates_agree_with_the_recommendation():
