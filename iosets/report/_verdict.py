@@ -305,8 +305,8 @@ def _evidence(inputs: ReportInputs) -> str:
     confident = ~rec["conservative"]
     n = int(confident.sum())
     text = (
-        f"Evidence. {format_share(n / rec.height)} of the jobs ({n} of {counted(rec.height, 'job')}) rest on a "
-        "confident period: a w_iter whose confidence passes the recommender's min_confidence (0.5 unless set) and no "
+        f"Evidence. {format_share(n / rec.height)} of the jobs ({format_count(n)} of {counted(rec.height, 'job')}) "
+        "rest on a confident period: a w_iter whose confidence passes the recommender's min_confidence (0.5 unless set) and no "
         "not_periodic code"
     )
     sizes = _job_bytes(rec)
@@ -327,7 +327,7 @@ def _evidence(inputs: ReportInputs) -> str:
         if "not_periodic" in thin.columns:
             codes = thin.select(pl.col("not_periodic").fill_null("low confidence or no w_iter")).to_series()
             counts = codes.value_counts(sort=True, name="n").sort("n", "not_periodic", descending=[True, False])
-            text += " (" + ", ".join(f"{code} {k}" for code, k in counts.iter_rows()) + ")"
+            text += " (" + ", ".join(f"{code} {format_count(k)}" for code, k in counts.iter_rows()) + ")"
         text += ": their set is the conservative one, chosen for safety, not read from a known rhythm."
     return text
 
@@ -413,7 +413,8 @@ def _tuning(inputs: ReportInputs) -> str:
     used = _tunable(inputs.jobs)
     site_tuned = "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any()
     if used and not site_tuned:  # `iosets tune --site` ranks by the trace replay of every site job
-        text += f"; the tuning replayed {used} of {counted(inputs.jobs.height, 'job')} as idealised periodic jobs"
+        given = counted(inputs.jobs.height, "job")
+        text += f"; the tuning replayed {format_count(used)} of {given} as idealised periodic jobs"
     text += "."
     if top["mapping"] == "fair-share":
         text += " FAIR-SHARE is no mapping to recommend: the replay's wfq (one class per job) runs it."
@@ -528,8 +529,8 @@ def _warnings(inputs: ReportInputs) -> list[str]:
         used, given = _tunable(inputs.jobs), inputs.jobs.height
         if used < FEW_TUNED * given:
             warnings.append(
-                f"The tuning used few jobs: it replays only the periodic jobs with an alpha_io, {used} of "
-                f"{counted(given, 'job')} of the jobs table (fewer with `--overlap`); its ranking speaks for those."
+                "The tuning used few jobs: it replays only the periodic jobs with an alpha_io, "
+                f"{format_count(used)} of {counted(given, 'job')} of the jobs table (fewer with `--overlap`); its ranking speaks for those."
             )
     rec = inputs.recommendation
     if rec is not None:
