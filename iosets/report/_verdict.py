@@ -306,8 +306,8 @@ def _evidence(inputs: ReportInputs) -> str:
     n = int(confident.sum())
     text = (
         f"Evidence. {format_share(n / rec.height)} of the jobs ({format_count(n)} of {counted(rec.height, 'job')}) "
-        "rest on a confident period: a w_iter whose confidence passes the recommender's min_confidence (0.5 unless set) and no "
-        "not_periodic code"
+        "rest on a confident period: a w_iter whose confidence passes the recommender's min_confidence (0.5 unless "
+        "set) and no not_periodic code"
     )
     sizes = _job_bytes(rec)
     total = None if sizes is None else float(sizes.sum())
@@ -530,7 +530,8 @@ def _warnings(inputs: ReportInputs) -> list[str]:
         if used < FEW_TUNED * given:
             warnings.append(
                 "The tuning used few jobs: it replays only the periodic jobs with an alpha_io, "
-                f"{format_count(used)} of {counted(given, 'job')} of the jobs table (fewer with `--overlap`); its ranking speaks for those."
+                f"{format_count(used)} of {counted(given, 'job')} of the jobs table (fewer with `--overlap`); its "
+                "ranking speaks for those."
             )
     rec = inputs.recommendation
     if rec is not None:
