@@ -18,6 +18,7 @@ import polars as pl
 from ._baseline import (
     NO_CHANGE,
     NO_CHANGE_TEXT,
+    RECOMMENDED_SCHEDULERS,
     baseline_of,
     baseline_words,
     judge,
@@ -134,7 +135,7 @@ def _mapping(inputs: ReportInputs) -> str:
     """Which mapping the recommendation uses, its sets and its conservative set."""
     rec = inputs.recommendation
     if rec is None:
-        if "w_iter" not in inputs.jobs.columns:
+        if not _analyzed(inputs.jobs):
             return (
                 "Not judged: which mapping. The jobs table has no w_iter: `iosets analyze LOGS -o jobs.parquet` "
                 "finds each job's period, then `iosets recommend jobs.parquet -o rec.parquet` maps the jobs to sets "
@@ -171,6 +172,12 @@ def _mapping(inputs: ReportInputs) -> str:
     return text
 
 
+def _analyzed(jobs: pl.DataFrame) -> bool:
+    """Whether a jobs table holds any analysis (a w_iter, a confidence or a not_periodic code)."""
+    names = [name for name in ("w_iter", "w_iter_confidence", "not_periodic") if name in jobs.columns]
+    return any(jobs[name].is_not_null().any() for name in names)
+
+
 def _all_in(n: int) -> str:
     """ "its one job in", "both jobs in", "all 3 jobs in"."""
     if n == 1:
@@ -187,7 +194,9 @@ def _replay_steps(inputs: ReportInputs) -> str:
     compare = ",".join(dict.fromkeys([baseline, "wfq", "iosets-wfq"]))
     rec = _source(inputs, "recommendation", "rec.parquet")
     steps = []
-    if inputs.recommendation is None:
+    if inputs.recommendation is None and not _analyzed(inputs.jobs):
+        steps.append("`iosets analyze LOGS -o jobs.parquet`, `iosets recommend jobs.parquet -o rec.parquet`")
+    elif inputs.recommendation is None:
         steps.append(f"`iosets recommend {_source(inputs, 'jobs', 'jobs.parquet')} -o rec.parquet`")
     site = _source(inputs, "site", "site.parquet")
     if inputs.site is None:
@@ -205,6 +214,13 @@ def _prediction(inputs: ReportInputs) -> tuple[str, Table | None]:
     baseline = baseline_of(inputs)
     assert baseline is not None  # the replay holds a scheduler
     chosen = recommended_scheduler(inputs)
+    if chosen is None and baseline in RECOMMENDED_SCHEDULERS:
+        return (
+            f"Not judged: what the recommendation would change. The baseline, {baseline}, is itself the scheduler that "
+            "applies the recommendation's sets: the site runs it today, and the replay holds no other that does. "
+            "The scheduler comparison below says what the other policies would change.",
+            None,
+        )
     if chosen is None:
         return (
             f"Not judged: what the recommendation would change. The replay holds {listed(order)}: none applies "

@@ -119,6 +119,10 @@ def test_comparison_table_and_bars_equal_the_per_policy_table():
     assert bars["Utilization"]["y"] == [0.61, 0.72, 0.65]
     assert bars["IO-slowdown"]["y"] == [1.9, 1.3, None]
     assert bars["throughput (B/s)"]["y"] == [1.5e9, 1.7e9, 1.6e9]
+    # stretches and IO-slowdown are 1 at best: their axes start at 1 (1.212 and 1.188 no longer look equal)
+    assert plot.layout["yaxis2"]["range"] == pytest.approx([1.0, 1.9 + 0.09])  # IO-slowdown, None left out
+    assert plot.layout["yaxis3"]["range"] == pytest.approx([1.0, 3.0 + 0.2])  # Max Stretch
+    assert plot.layout["yaxis"]["rangemode"] == "tozero"  # Utilization
     (bound,) = [trace for trace in plot.data if trace["name"] == "upper bound"]
     assert bound["y"] == [0.8, 0.8, 0.8] and bound["mode"] == "markers"
 

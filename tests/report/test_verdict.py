@@ -265,6 +265,21 @@ def test_a_replay_without_the_recommended_scheduler_says_so():
     )
 
 
+def test_a_baseline_that_applies_the_sets_is_said():
+    section = verdict_section(inputs(baseline="iosets-wfq"))
+    assert section.tables == ()
+    assert "The baseline, iosets-wfq, is itself the scheduler that applies the recommendation's sets" in (
+        section.reading
+    )
+
+
+def test_without_w_iter_the_commands_start_with_analyze():
+    reading = verdict_section(ReportInputs(jobs=JOBS.validate(pl.DataFrame({"job_id": ["a"]})))).reading
+    assert "The jobs table has no w_iter: `iosets analyze LOGS -o jobs.parquet`" in reading
+    assert "It needs a trace replay: `iosets analyze LOGS -o jobs.parquet`, `iosets recommend jobs.parquet" in reading
+    assert "iosets tune" not in reading
+
+
 def test_one_job_reads_right():
     one = jobs().head(1)
     rec = recommendation(jobs()).head(1)
