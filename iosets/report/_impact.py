@@ -134,6 +134,7 @@ def impact_section(inputs: ReportInputs) -> Section:
             f"Replay with `--compare {baseline},wfq,iosets-wfq` to see who gains and who pays.",
         )
     table = impact_table(changes, order)
+    figure = _figure(table, order, baseline)
     shown = table.group_by("scheduler", "by", maintain_order=True).head(TABLE_ROWS)
     note = (
         f"change = stretch under the policy / stretch under {baseline} - 1 (the job's runtime change); better, worse: "
@@ -145,7 +146,7 @@ def impact_section(inputs: ReportInputs) -> Section:
         SECTION_ID,
         TITLE,
         reading=_reading(inputs, changes, table, order),
-        figures=(_figure(table, order, baseline),),
+        figures=() if figure is None else (figure,),
         tables=(
             Table(
                 "impact-table",
@@ -234,10 +235,14 @@ def _group_numbers(row: dict[str, Any]) -> str:
     )
 
 
-def _figure(table: pl.DataFrame, order: list[str], baseline: str | None) -> Figure:
-    """Per policy, the mean change of the users and apps with the most jobs (at most :data:`FIGURE_GROUPS` each)."""
+def _figure(table: pl.DataFrame, order: list[str], baseline: str | None) -> Figure | None:
+    """Per policy, the mean change of the named users and apps with the most jobs (at most :data:`FIGURE_GROUPS`
+    each); None when the jobs table names none (the reading says so)."""
+    named = table.filter(pl.col("name") != UNKNOWN)
+    if named.height == 0:
+        return None
     top = (
-        table.group_by("by", "name")
+        named.group_by("by", "name")
         .agg(pl.col("jobs").max())
         .sort(["by", "jobs", "name"], descending=[True, True, False])
         .group_by("by", maintain_order=True)
@@ -288,6 +293,9 @@ def _figure(table: pl.DataFrame, order: list[str], baseline: str | None) -> Figu
         shapes=[band],
     )
     note = f"Left of 0 the group's jobs run shorter. Shaded: no change ({NO_CHANGE_TEXT})."
-    if table.select("by", "name").unique().height > top.height:
+    if named.height < table.height:
+        unnamed = sorted(set(table.filter(pl.col("name") == UNKNOWN)["by"].to_list()), reverse=True)
+        note += f" Jobs whose {' or '.join(unnamed)} is not named are in the table only."
+    if named.select("by", "name").unique().height > top.height:
         note += f" The {FIGURE_GROUPS} users and the {FIGURE_GROUPS} apps with the most jobs; the table lists them all."
     return Figure("impact-plot", "Mean stretch change per user and per app", data, layout, note=note)

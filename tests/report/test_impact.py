@@ -91,9 +91,10 @@ def test_figure_is_each_policys_mean_change_per_group():
     (figure,) = section_of().figures
     assert [trace["name"] for trace in figure.data] == ["iosets-wfq", "wfq"]
     first = figure.data[0]
-    assert first["y"] == ["user u1", "user u2", "user u3", "app ior", "app (unknown)", "app wrf"]
+    assert first["y"] == ["user u1", "user u2", "user u3", "app ior", "app wrf"]  # d's unnamed app: table only
     mean_u1 = ((0.9 - 1) + (2.01 / 2 - 1)) / 2
-    assert first["x"] == pytest.approx([100 * mean_u1, 20.0, 0.0, 100 * mean_u1, 0.0, 20.0])
+    assert first["x"] == pytest.approx([100 * mean_u1, 20.0, 0.0, 100 * mean_u1, 20.0])
+    assert "Jobs whose app is not named are in the table only." in figure.note
     assert figure.layout["shapes"][0]["x0"] == -1.0 and figure.layout["shapes"][0]["x1"] == 1.0
 
 
@@ -127,6 +128,7 @@ def test_undefined_stretches_and_unnamed_users_are_said():
     assert changes is not None and changes["change"].null_count() == 1
     assert "of 4 jobs, 0 better, 1 worse, 2 unchanged, 1 without a stretch to compare" in section.reading
     assert "The jobs table names no user: the users cannot be told apart." in section.reading
+    assert section.figures == ()  # nothing named to draw: the sentence says so
     row = group(impact_table(section), "wfq", "user", "(unknown)")
     assert (row["jobs"], row["undefined"]) == (4, 1)
 
