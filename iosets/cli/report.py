@@ -36,11 +36,20 @@ def report(
     validation: Annotated[
         Path | None, typer.Option(help="Real runs against the phase engine (`iosets validate -o validation.json`).")
     ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            metavar="SCHEDULER",
+            help="The policy the site runs today: the replay's scheduler every other is compared with "
+            "(default fcfs when the replay holds it, else its first scheduler).",
+        ),
+    ] = None,
 ) -> None:
     """Write one offline HTML report: the site's jobs, their recommendation and what each policy would do.
 
     Every input but JOBS is optional: a section whose input is absent says what to run to fill it.
-    The file holds everything it shows (plotly.js inlined): it opens without a network.
+    The page opens on a verdict: the mapping recommended and what it would change against --baseline,
+    on how much evidence. The file holds everything it shows (plotly.js inlined): it opens without a network.
     """
     from .._io import check_output
     from ..report import build_report
@@ -55,6 +64,7 @@ def report(
             tune=tune,
             requests=requests,
             validation=validation,
+            baseline=baseline,
             output=path,
             progress=step,
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,9 @@ class Report:
 
 
 def default_builders() -> tuple[SectionBuilder, ...]:
-    """The report's sections in page order: overview, recommendation, scheduler, model check, timelines, requests,
-    validation, jobs."""
+    """The report's sections in page order: verdict, overview, recommendation, scheduler, impact, model check,
+    timelines, requests, validation, jobs."""
+    from ._impact import impact_section
     from ._jobs_table import jobs_table_section
     from ._model_check import model_check_section
     from ._overview import overview_section
@@ -66,11 +67,14 @@ def default_builders() -> tuple[SectionBuilder, ...]:
     from ._scheduler import scheduler_section
     from ._timelines import timelines_section
     from ._validation import validation_section
+    from ._verdict import verdict_section
 
     return (
+        verdict_section,
         overview_section,
         recommendation_section,
         scheduler_section,
+        impact_section,
         model_check_section,
         timelines_section,
         request_level_section,
@@ -119,6 +123,7 @@ def build_report(
     tune: TableSource | None = None,
     requests: Any = None,
     validation: Any = None,
+    baseline: str | None = None,
     output: str | os.PathLike | None = None,
     progress: bool | Progress | None = None,
 ) -> Report:
@@ -134,6 +139,9 @@ def build_report(
     validation : path, mapping or Validation, default=None
         Real runs against the phase engine (``iosets validate -o validation.json``), as :func:`read_inputs`
         takes them.
+    baseline : str, default=None
+        The policy the site runs today: the replay's scheduler the verdict, the scheduler comparison and the
+        impact compare every other with (None: fcfs when the replay holds it, else its first scheduler).
     output : path, default=None
         Write the page there (``.html``), atomically: a failure leaves no partial file.
     progress : bool or callable, default=None
@@ -150,7 +158,8 @@ def build_report(
     ------
     InputError
         An input cannot be read or breaks its schema (the message names the file and the column, or the
-        validation file's key), or ``output`` cannot be written.
+        validation file's key), ``baseline`` is not a scheduler of the replay (the message lists those it
+        holds), or ``output`` cannot be written.
 
     Examples
     --------
@@ -161,6 +170,7 @@ def build_report(
     (True, ['recommendation', 'scheduler'])
     """
     from .._io import check_output
+    from ._baseline import check_baseline
     from ._render import render_report
 
     if output is not None:
@@ -183,6 +193,7 @@ def build_report(
         requests=requests,
         validation=validation,
     )
+    inputs = replace(inputs, baseline=check_baseline(inputs, baseline))
     sections = build_sections(
         inputs, builders=builders, progress=None if tell is None else lambda name, done, _: step(name, done + 1)
     )

@@ -88,6 +88,9 @@ class ReportInputs:
         Real runs against the phase engine (``iosets validate -o validation.json``).
     sources : dict of str to str
         Input name -> the file it was read from (shown in the report's header).
+    baseline : str or None
+        The policy the site runs today, the scheduler of the replay every other is compared with
+        (``iosets report --baseline``); None: fcfs when the replay holds it, else its first scheduler.
     """
 
     jobs: pl.DataFrame
@@ -102,3 +105,4 @@ class ReportInputs:
     request_classes: pl.DataFrame | None = None
     validation: Validation | None = None
     sources: dict[str, str] = field(default_factory=dict)
+    baseline: str | None = None

@@ -214,3 +214,16 @@ def format_value(value: Any, kind: str | None = None) -> str:
     if isinstance(value, int | float):
         return format_number(value)
     return str(value)
+
+
+def listed(items: list[str]) -> str:
+    """Items in a sentence: ``a``, ``a and b``, ``a, b and c``; ``""`` for none.
+
+    Examples
+    --------
+    >>> listed(["set 0"]), listed(["set 0", "set 1"]), listed(["a", "b", "c"])
+    ('set 0', 'set 0 and set 1', 'a, b and c')
+    """
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + f" and {items[-1]}"

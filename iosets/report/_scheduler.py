@@ -7,9 +7,20 @@ from typing import Any
 
 import polars as pl
 
+from ._baseline import (
+    NO_CHANGE,
+    NO_CHANGE_BAND,
+    NO_CHANGE_TEXT,
+    baseline_of,
+    baseline_words,
+    judge,
+    recommended_scheduler,
+    relative_change,
+    scheduler_order,
+)
 from ._document import Figure, ReportInputs, Section, Table
-from ._format import counted
-from ._palette import set_colour
+from ._format import counted, format_change, format_number, format_ratio, listed
+from ._palette import POLICY_PALETTE, set_colour
 from ._plots import (
     ECDF_POINTS,
     category_axis,
@@ -23,11 +34,8 @@ from ._plots import (
 SECTION_ID = "scheduler"
 TITLE = "What each scheduler would do"
 
-BASELINE_POLICY = "fcfs"
-"""The scheduler others are compared with, when the replay holds it (else the first scheduler given)."""
-
-SCHEDULER_PALETTE = ("#3b4252", "#bf616a", "#5e81ac", "#a3be8c", "#d08770", "#b48ead", "#88c0d0")
-"""Colours of the schedulers in the order given (cycled); distinct from the sets' colours."""
+SCHEDULER_PALETTE = POLICY_PALETTE
+"""Colours of the schedulers in the order given (cycled): neutral, never a set's."""
 
 TOP_JOBS = 10
 """Jobs listed among the biggest gains, and among the biggest losses, per scheduler."""
@@ -35,9 +43,21 @@ TOP_JOBS = 10
 NOTABLE_CHANGE = 0.10
 """A runtime change the reading counts (10 %)."""
 
+TUNE_TOLERANCE = 1e-4
+"""Utilizations closer than this tie in the tuning (``iosets.replay.tune``'s default ``tolerance``)."""
+
 INGEST_COMMAND = "iosets ingest LOGS --site -o site.parquet"
 REPLAY_COMMAND = "iosets replay-trace site.parquet --rec rec.parquet --compare fcfs,wfq,iosets-wfq -o perjob.parquet"
 TUNE_COMMAND = "iosets tune JOBS -o ranking.parquet"
+
+COMPARED_METRICS = (
+    ("utilization", "Utilization", True),
+    ("io_slowdown", "IO-slowdown", False),
+    ("max_stretch", "Max Stretch", False),
+    ("mean_stretch", "mean stretch", False),
+    ("p99_stretch", "p99 stretch", False),
+)
+"""The platform's metrics a policy is judged on: column, name, whether higher is better."""
 
 _METRICS = (
     ("utilization", "Utilization"),
@@ -47,26 +67,14 @@ _METRICS = (
     ("p99_stretch", "p99 stretch"),
     ("throughput", "throughput (B/s)"),
 )
+_FROM_ONE = ("io_slowdown", "max_stretch", "mean_stretch", "p99_stretch")
+"""Metrics that are 1 at best: their bars' axis starts at 1."""
 _PATTERNS = ("", "/", "x", ".", "\\", "+", "-", "|")
-
-
-def scheduler_order(inputs: ReportInputs) -> list[str]:
-    """The replay's schedulers in the order given (the per-scheduler table's, then the per-job and per-phase ones)."""
-    order: list[str] = []
-    for frame in (inputs.replay_schedulers, inputs.replay_jobs, inputs.replay_phases):
-        if frame is not None:
-            order += [p for p in frame["scheduler"].unique(maintain_order=True).to_list() if p not in order]
-    return order
 
 
 def scheduler_colour(order: list[str], scheduler: str) -> str:
     """The colour of ``scheduler`` in every plot of the report."""
     return SCHEDULER_PALETTE[order.index(scheduler) % len(SCHEDULER_PALETTE)]
-
-
-def baseline_scheduler(order: list[str]) -> str:
-    """fcfs when the replay holds it, else the first scheduler given."""
-    return BASELINE_POLICY if BASELINE_POLICY in order else order[0]
 
 
 def job_sets(inputs: ReportInputs) -> pl.DataFrame:
@@ -155,36 +163,93 @@ def scheduler_section(inputs: ReportInputs) -> Section:
 # ------------------------------------------------------------------------------------------- tuning
 
 
+def tied_ranks(tune: pl.DataFrame) -> pl.DataFrame:
+    """The ranking best first with ``tied_rank``: candidates the tuning cannot tell apart share the first one's rank.
+
+    A candidate ties with the first of its group when their utilizations are within :data:`TUNE_TOLERANCE` (the
+    tuning's own tie) and their Max Stretch and IO-slowdown within :data:`NO_CHANGE` of the group's first (or
+    both undefined).
+    """
+    ranked = tune.sort("rank")
+    tied: list[int] = []
+    first: dict[str, Any] | None = None
+    for row in ranked.iter_rows(named=True):
+        if first is None or not _same_candidate(first, row):
+            first = row
+        tied.append(int(first["rank"]))
+    return ranked.with_columns(pl.Series("tied_rank", tied, dtype=pl.UInt32))
+
+
+def _same_candidate(first: dict[str, Any], row: dict[str, Any]) -> bool:
+    """Whether ``row`` ties with ``first`` (see :func:`tied_ranks`)."""
+    u, v = first["utilization"], row["utilization"]
+    if (u is None) != (v is None) or (u is not None and abs(u - v) > TUNE_TOLERANCE):
+        return False
+    for name in ("max_stretch", "io_slowdown"):
+        if first[name] is None and row[name] is None:
+            continue
+        change = relative_change(row[name], first[name])
+        if change is None or abs(change) > NO_CHANGE:
+            return False
+    return True
+
+
+def tuning_best(tune: pl.DataFrame) -> pl.DataFrame:
+    """The candidates tied for first in the tuning (:func:`tied_ranks`), in the tuning's order."""
+    return tied_ranks(tune).filter(pl.col("tied_rank") == 1)
+
+
 def _tune_table(tune: pl.DataFrame) -> Table:
     columns = ["rank", "mapping", "n_sets", "utilization", "io_slowdown", "max_stretch"]
     if "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any():
         columns.append("idealised_rank")
+    ranked = tied_ranks(tune).with_columns(pl.col("tied_rank").alias("rank"))
     return Table(
         "scheduler-tune",
-        "Candidate mappings ranked by the tuning (best first)",
-        tune.sort("rank").select(columns),
-        formats={"utilization": "{:.3f}", "io_slowdown": "{:.3f}", "max_stretch": "{:.3f}"},
-        note="Ranked by utilization, then Max Stretch.",
+        "Candidate mappings ranked by the tuning (best first; ties share a rank)",
+        ranked.select(columns),
+        formats={"utilization": "ratio", "io_slowdown": "ratio", "max_stretch": "ratio"},
+        note=f"Ranked by utilization, then Max Stretch, then IO-slowdown. Candidates whose utilizations are within "
+        f"{format_number(TUNE_TOLERANCE)} and whose Max Stretch and IO-slowdown are within "
+        f"{NO_CHANGE_BAND} of each other tie: they share a rank.",
     )
 
 
 def _tune_reading(tune: pl.DataFrame) -> str:
     if tune.height == 0:
         return "The tuning ranked no mapping."
-    best = tune.sort("rank").row(0, named=True)
-    text = (
-        f"The tuning ranks {best['mapping']} first ({counted(best['n_sets'], 'set')}; "
-        f"utilization {_num(best['utilization'])}, Max Stretch {_num(best['max_stretch'])}) "
-        f"among {tune.height} candidate mappings."
-    )
+    best = tuning_best(tune)
+    top = best.row(0, named=True)
+    numbers = f"utilization {format_ratio(top['utilization'])}, Max Stretch {format_ratio(top['max_stretch'])}"
+    among = f"among {counted(tune.height, 'candidate mapping')}"
+    if best.height == 1:
+        text = f"The tuning ranks {top['mapping']} first ({candidate_sets(top)}; {numbers}) {among}."
+    else:
+        names = listed([f"{row['mapping']} ({candidate_sets(row)})" for row in best.iter_rows(named=True)])
+        text = (
+            f"The tuning ties {best.height} mappings for first {among}: {names} ({numbers}); it does not tell them "
+            "apart."
+        )
     if "idealised_rank" in tune.columns and tune["idealised_rank"].is_not_null().any():
         compared = tune.filter(pl.col("idealised_rank").is_not_null())
         moved = compared.filter(pl.col("idealised_rank") != pl.col("rank")).height
         text += (
-            f" On idealised periodic jobs the ranking differs for {moved} of {compared.height} mappings"
-            f" ({best['mapping']} ranks {_num(best['idealised_rank'], '{}')} there)."
+            f" On idealised periodic jobs the ranking differs for {moved} of {counted(compared.height, 'mapping')}"
+            f" ({top['mapping']} ranks {_rank(top['idealised_rank'])} there)."
         )
     return text
+
+
+def candidate_sets(row: dict[str, Any]) -> str:
+    """How a tuning candidate's sets read: ``"2 sets"``; FAIR-SHARE's are one class per job."""
+    if row["mapping"] == "fair-share":
+        return f"one class per job: {counted(row['n_sets'], 'job')}"
+    return counted(row["n_sets"], "set")
+
+
+def _rank(value: int | None) -> str:
+    """A rank in words; "nowhere" for None (a candidate the other ranking does not hold)."""
+    return "nowhere" if value is None else format_number(value)
 
 
 # ------------------------------------------------------------------------------------------- replay
@@ -199,13 +264,13 @@ def _ordered(frame: pl.DataFrame, order: list[str]) -> pl.DataFrame:
 def _comparison_table(schedulers: pl.DataFrame, order: list[str]) -> Table:
     columns = ["scheduler", "utilization", "utilization_bound", "io_slowdown", "max_stretch", "mean_stretch"]
     columns += ["p99_stretch", "throughput", "window_start", "window_end"]
-    formats = {name: "{:.3f}" for name in columns[1:7]} | {"throughput": "{:.4g}", "window_start": "{:.6g}"}
+    formats = {name: "ratio" for name in columns[1:7]} | {"throughput": "rate"}
     return Table(
         "scheduler-compare",
         "Trace replay: the platform's metrics per scheduler",
         _ordered(schedulers, order).select(columns),
-        formats=formats | {"window_end": "{:.6g}"},
-        note="Metrics over [window_start, window_end] (s); throughput in bytes/s. A blank cell is undefined.",
+        formats=formats | {"window_start": "date", "window_end": "date"},
+        note="Metrics over [window_start, window_end]. A blank cell is undefined.",
     )
 
 
@@ -224,6 +289,9 @@ def _comparison_figure(schedulers: pl.DataFrame, order: list[str]) -> Figure:
         y_domain = [0.55, 0.93] if row == 0 else [0.0, 0.38]
         layout[f"xaxis{suffix}"] = {"domain": x_domain, "anchor": f"y{suffix}", "type": "category"}
         layout[f"yaxis{suffix}"] = {"domain": y_domain, "anchor": f"x{suffix}", "rangemode": "tozero"}
+        if column in _FROM_ONE:
+            del layout[f"yaxis{suffix}"]["rangemode"]
+            layout[f"yaxis{suffix}"]["range"] = _from_one(schedulers[column])
         if column == "throughput":
             layout[f"yaxis{suffix}"].update(exponentformat="SI", ticksuffix="B/s")
         annotations.append(
@@ -275,13 +343,21 @@ def _comparison_figure(schedulers: pl.DataFrame, order: list[str]) -> Figure:
     )
 
 
+def _from_one(values: pl.Series) -> list[float]:
+    """An axis range from 1 (a stretch's best) to a little above the largest value."""
+    high = values.drop_nulls().drop_nans().max()
+    high = 1.0 if high is None else max(float(high), 1.0)  # type: ignore[arg-type]
+    return [1.0, high + max(0.1 * (high - 1.0), 0.005)]
+
+
 def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure], list[Table], str]:
     """Stretch distributions, who gains and who pays, per set; and the reading of the per-job numbers."""
     assert inputs.replay_jobs is not None
     jobs = inputs.replay_jobs.select("job_id", "scheduler", "runtime", "stretch")
     stretch = _stretch_figure(jobs, order)
     figures = [stretch] if stretch.data else []  # no job with a finite stretch: nothing to draw
-    baseline = baseline_scheduler(order)
+    baseline = baseline_of(inputs)
+    assert baseline is not None  # the replay holds a scheduler
     others = [scheduler for scheduler in order if scheduler != baseline]
     changes = _changes(jobs, baseline, job_sets(inputs))
     tables: list[Table] = []
@@ -294,20 +370,20 @@ def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure]
                 f"The {TOP_JOBS} biggest gains and losses per scheduler, against {baseline}",
                 extremes,
                 formats={
-                    "baseline_runtime": "{:.6g}",
-                    "runtime": "{:.6g}",
-                    "change": "{:+.6g}",
-                    "relative_change": "{:+.2%}",
+                    "baseline_runtime": "seconds",
+                    "runtime": "seconds",
+                    "change": "seconds",
+                    "relative_change": "change",
                 },
-                note="change = runtime - baseline_runtime (s); relative_change = runtime / baseline_runtime - 1.",
+                note="change = runtime - baseline_runtime; relative_change = runtime / baseline_runtime - 1.",
                 interactive=True,
             ),
             Table(
                 "scheduler-sets",
                 f"Mean runtime change per set, against {baseline}",
                 per_set,
-                formats={"mean_change": "{:+.6g}", "mean_relative_change": "{:+.2%}"},
-                note=f"longer, shorter: jobs whose runtime changes by more than {NOTABLE_CHANGE:.0%}.",
+                formats={"mean_change": "seconds", "mean_relative_change": "change"},
+                note=f"longer, shorter: jobs whose runtime changes by more than {_percent(NOTABLE_CHANGE)}.",
             ),
         ]
         figures += [_extremes_figure(extremes, scheduler, baseline) for scheduler in others]
@@ -464,44 +540,90 @@ def _per_set_figure(per_set: pl.DataFrame, order: list[str], baseline: str) -> F
 def _replay_reading(
     inputs: ReportInputs, jobs: pl.DataFrame, changes: pl.DataFrame, order: list[str], baseline: str
 ) -> str:
-    """The key numbers in words: mean stretch per scheduler, jobs that change much, the sets that gain and pay."""
-    focus = (
-        "iosets-wfq"
-        if "iosets-wfq" in order and baseline != "iosets-wfq"
-        else next((scheduler for scheduler in order if scheduler != baseline), baseline)
-    )
+    """The key numbers in words: the focus scheduler against the baseline, the jobs that change much, the sets that
+    gain and pay, and both sides of the comparison with every other scheduler."""
+    focus = recommended_scheduler(inputs) or next((name for name in order if name != baseline), baseline)
     mean = _mean_stretch(inputs, jobs)
     n_jobs = jobs.filter(pl.col("scheduler") == baseline).height
     if focus == baseline:
         return (
-            f"The replay holds one scheduler, {baseline}: mean stretch {_num(mean.get(baseline))} over {n_jobs} jobs."
+            f"The replay holds one scheduler, {baseline}: mean stretch {format_ratio(mean.get(baseline))} over "
+            f"{counted(n_jobs, 'job')}."
         )
     mine = changes.filter(pl.col("scheduler") == focus)
     longer = mine.filter(pl.col("relative_change") > NOTABLE_CHANGE).height
     shorter = mine.filter(pl.col("relative_change") < -NOTABLE_CHANGE).height
+    notable = _percent(NOTABLE_CHANGE)
     text = (
-        f"Under {focus}, mean stretch {_num(mean.get(focus))} against {_num(mean.get(baseline))} under {baseline}; "
-        f"of {mine.height} jobs, {longer} run more than {NOTABLE_CHANGE:.0%} longer and {shorter} more than "
-        f"{NOTABLE_CHANGE:.0%} shorter."
+        f"The baseline is {baseline_words(inputs)}. Under {focus}, mean stretch {format_ratio(mean.get(focus))} "
+        f"against {format_ratio(mean.get(baseline))} under {baseline}; of {counted(mine.height, 'job')}, "
+        f"{format_number(longer)} {_run_verb(longer)} more than {notable} longer and {format_number(shorter)} more "
+        f"than {notable} shorter."
     )
     sets = (
         mine.filter(pl.col("relative_change").is_not_null())
         .group_by("set")
         .agg(pl.col("relative_change").mean().alias("mean"))
     )
-    if sets.height > 1:
+    if sets.height > 1 and sets["mean"].abs().max() <= NO_CHANGE:  # type: ignore[operator]
+        text += f" No set's mean runtime changes beyond {NO_CHANGE_BAND}."
+    elif sets.height > 1:
         best, worst = sets.sort("mean", "set").row(0), sets.sort("mean", "set", descending=[True, False]).row(0)
         text += (
             f" {set_label(best[0]).capitalize()} {'gains most' if best[1] < 0 else 'fares best'} (mean runtime "
-            f"change {best[1]:+.1%}), {set_label(worst[0])} {'pays most' if worst[1] > 0 else 'fares worst'} "
-            f"({worst[1]:+.1%})."
+            f"change {format_change(best[1])}), {set_label(worst[0])} {'pays most' if worst[1] > 0 else 'fares worst'}"
+            f" ({format_change(worst[1])})."
         )
     if inputs.replay_schedulers is not None:
         row = inputs.replay_schedulers.filter(pl.col("scheduler") == focus)
         if row.height:
             util, bound = row["utilization"][0], row["utilization_bound"][0]
-            text += f" Its utilization is {_num(util)} (upper bound {_num(bound)})."
+            text += f" Its utilization is {format_ratio(util)} (upper bound {format_ratio(bound)})."
+        text += " " + both_sides(inputs.replay_schedulers, focus)
     return text
+
+
+def both_sides(schedulers: pl.DataFrame, focus: str) -> str:
+    """Where ``focus`` is best or tied among the replayed schedulers, and who beats it where (with both values).
+
+    A scheduler beats another on a metric when its value is better by more than :data:`NO_CHANGE` (relative).
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"scheduler": ["a", "b"], "utilization": [0.7, 0.7], "io_slowdown": [1.2, 1.5],
+    ...     "max_stretch": [1.5, 1.2], "mean_stretch": [1.1, 1.3], "p99_stretch": [1.4, 1.2]})
+    >>> both_sides(frame, "a")
+    'a is best or tied with every other scheduler on Utilization, IO-slowdown and mean stretch; b beats it on Max \
+Stretch (1.200 against 1.500) and p99 stretch (1.200 against 1.400).'
+    """
+    values = {row["scheduler"]: row for row in schedulers.iter_rows(named=True)}
+    mine = values[focus]
+    best: list[str] = []
+    beaten: dict[str, list[str]] = {}
+    for column, label, higher_is_better in COMPARED_METRICS:
+        winners = []
+        for other, row in values.items():
+            if other == focus:
+                continue
+            if judge(relative_change(row[column], mine[column]), higher_is_better=higher_is_better) == "better":
+                winners.append(other)
+                beaten.setdefault(other, []).append(
+                    f"{label} ({format_ratio(row[column])} against {format_ratio(mine[column])})"
+                )
+        if not winners and mine[column] is not None:
+            best.append(label)
+    if len(values) == 1:
+        return ""
+    parts = []
+    if best:
+        parts.append(f"{focus} is best or tied with every other scheduler on {listed(best)}")
+    for other, where in beaten.items():
+        parts.append(f"{other} beats it on {listed(where)}")
+    if not parts:
+        return f"No metric tells {focus} from the other schedulers ({NO_CHANGE_TEXT})."
+    if not best:
+        parts[0] = parts[0].replace(" beats it on ", f" beats {focus} on ", 1)
+    return "; ".join(parts) + "."
 
 
 def _mean_stretch(inputs: ReportInputs, jobs: pl.DataFrame) -> dict[str, float | None]:
@@ -513,14 +635,19 @@ def _mean_stretch(inputs: ReportInputs, jobs: pl.DataFrame) -> dict[str, float |
     return dict(frame.iter_rows())
 
 
+def _run_verb(n: int) -> str:
+    """ "runs" for one job, "run" for several."""
+    return "runs" if n == 1 else "run"
+
+
+def _percent(value: float) -> str:
+    """A fraction as a round per cent for the readings (``"10 %"``)."""
+    return f"{format_number(100 * value)} %"
+
+
 def _set_label_expr(column: pl.Expr) -> pl.Expr:
     """:func:`set_label` as a Polars expression."""
     return pl.when(column.is_null()).then(pl.lit("no set")).otherwise(pl.format("set {}", column))
-
-
-def _num(value: float | int | None, spec: str = "{:.3g}") -> str:
-    """A number for the reading; "undefined" for None."""
-    return "undefined" if value is None else spec.format(value)
 
 
 def _slug(text: str) -> str:

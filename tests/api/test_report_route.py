@@ -60,9 +60,11 @@ def test_the_report_shows_the_stored_jobs_with_their_sets(app, client, builds):
     assert answer.headers["content-security-policy"].startswith("default-src 'none';")
     page = read_page(answer.text)
     assert list(page.sections) == [
+        "verdict",
         "overview",
         "recommendation",
         "scheduler",
+        "impact",
         "model-check",
         "timelines",
         "requests",

@@ -15,7 +15,18 @@ from iosets.report import build_report, build_sections, read_inputs
 
 pytestmark = pytest.mark.slow  # 10-25 s (replays, build, browser); keeps Chromium out of `make test-asan` too
 
-SECTIONS = ["overview", "recommendation", "scheduler", "model-check", "timelines", "requests", "validation", "jobs"]
+SECTIONS = [
+    "verdict",
+    "overview",
+    "recommendation",
+    "scheduler",
+    "impact",
+    "model-check",
+    "timelines",
+    "requests",
+    "validation",
+    "jobs",
+]
 BLANK = 1.0
 """Largest grey-level variance of a screenshot counted as blank (a uniform image has 0)."""
 

@@ -55,7 +55,18 @@ PER_JOB = pl.DataFrame(
         "wait": [25.0, 10.0, 10.0, 30.0],
     }
 )
-SECTION_IDS = ["overview", "recommendation", "scheduler", "model-check", "timelines", "requests", "validation", "jobs"]
+SECTION_IDS = [
+    "verdict",
+    "overview",
+    "recommendation",
+    "scheduler",
+    "impact",
+    "model-check",
+    "timelines",
+    "requests",
+    "validation",
+    "jobs",
+]
 
 
 def stand_in(inputs):

@@ -23,15 +23,18 @@ def test_report_writes_the_page_and_names_the_sections_shown_and_missing(tmp_pat
     assert result.exit_code == 0, result.output
     size = output.stat().st_size / 1e6
     assert result.stderr == (
-        f"wrote {output} ({size:.1f} MB): sections overview, recommendation, scheduler, model-check, jobs; "
+        f"wrote {output} ({size:.1f} MB): sections verdict, overview, recommendation, scheduler, impact, model-check, "
+        "jobs; "
         "missing: timelines, requests, validation\n"
     )
     assert result.stdout == ""
     page = read_page(output.read_text(encoding="utf-8"))
     assert list(page.sections) == [
+        "verdict",
         "overview",
         "recommendation",
         "scheduler",
+        "impact",
         "model-check",
         "timelines",
         "requests",

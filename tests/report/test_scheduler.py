@@ -6,9 +6,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+from iosets.report._baseline import baseline_of
 from iosets.report._document import ReportInputs
 from iosets.report._palette import set_colour
-from iosets.report._scheduler import baseline_scheduler, scheduler_order, scheduler_section
+from iosets.report._scheduler import both_sides, scheduler_order, scheduler_section, tied_ranks
 from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_SCHEDULERS, TUNE_RANKING
 
 JOB_IDS = ["a", "b", "c"]
@@ -101,8 +102,11 @@ def figure(section, figure_id):
 def test_order_and_baseline():
     inputs = full_inputs()
     assert scheduler_order(inputs) == ["fcfs", "iosets-wfq", "wfq"]
-    assert baseline_scheduler(["wfq", "fcfs"]) == "fcfs"
-    assert baseline_scheduler(["wfq", "rbfq"]) == "wfq"
+    assert baseline_of(inputs) == "fcfs"
+    assert baseline_of(full_inputs(baseline="wfq")) == "wfq"
+    wfq_first = {"wfq": RUNTIMES["wfq"], "rbfq": RUNTIMES["fcfs"]}
+    assert baseline_of(full_inputs(replay_jobs=replay_jobs(wfq_first), replay_schedulers=None)) == "wfq"
+    assert baseline_of(ReportInputs(jobs=jobs())) is None
 
 
 def test_comparison_table_and_bars_equal_the_per_policy_table():
@@ -115,6 +119,10 @@ def test_comparison_table_and_bars_equal_the_per_policy_table():
     assert bars["Utilization"]["y"] == [0.61, 0.72, 0.65]
     assert bars["IO-slowdown"]["y"] == [1.9, 1.3, None]
     assert bars["throughput (B/s)"]["y"] == [1.5e9, 1.7e9, 1.6e9]
+    # stretches and IO-slowdown are 1 at best: their axes start at 1 (1.212 and 1.188 no longer look equal)
+    assert plot.layout["yaxis2"]["range"] == pytest.approx([1.0, 1.9 + 0.09])  # IO-slowdown, None left out
+    assert plot.layout["yaxis3"]["range"] == pytest.approx([1.0, 3.0 + 0.2])  # Max Stretch
+    assert plot.layout["yaxis"]["rangemode"] == "tozero"  # Utilization
     (bound,) = [trace for trace in plot.data if trace["name"] == "upper bound"]
     assert bound["y"] == [0.8, 0.8, 0.8] and bound["mode"] == "markers"
 
@@ -152,12 +160,85 @@ def test_mean_change_per_set_by_hand():
 
 def test_reading_gives_the_key_numbers():
     reading = scheduler_section(full_inputs()).reading
-    assert "Under iosets-wfq, mean stretch 1.11 against 1.14 under fcfs" in reading
-    assert "of 3 jobs, 1 run more than 10% longer and 1 more than 10% shorter" in reading
-    assert "Set 0 gains most (mean runtime change -20.0%), set 1 pays most (+12.5%)" in reading
-    assert "utilization is 0.72 (upper bound 0.8)" in reading
-    assert "The tuning ranks set-10 first" in reading
+    assert "The baseline is fcfs (the default baseline" in reading
+    assert "Under iosets-wfq, mean stretch 1.110 against 1.140 under fcfs" in reading
+    assert "of 3 jobs, 1 runs more than 10 % longer and 1 more than 10 % shorter" in reading
+    assert "Set 0 gains most (mean runtime change -20.0 %), set 1 pays most (+12.5 %)" in reading
+    assert "utilization is 0.720 (upper bound 0.800)" in reading
+    assert "The tuning ranks set-10 first (3 sets; utilization 0.720, Max Stretch 2.500) among 3 candidate" in reading
     assert "differs for 2 of 3 mappings" in reading
+
+
+def test_reading_reports_both_sides():
+    # iosets-wfq: better mean stretch than wfq (1.11 < 1.20), but wfq beats it on Max Stretch and p99 (by > 1 %)
+    schedulers = replay_schedulers().with_columns(
+        max_stretch=pl.Series([3.0, 2.5, 2.0]), p99_stretch=pl.Series([2.9, 2.4, 2.1])
+    )
+    reading = scheduler_section(full_inputs(replay_schedulers=schedulers)).reading
+    assert (
+        "iosets-wfq is best or tied with every other scheduler on Utilization, IO-slowdown and mean stretch; "
+        "wfq beats it on Max Stretch (2.000 against 2.500) and p99 stretch (2.100 against 2.400)."
+    ) in reading
+
+
+def test_both_sides_counts_a_change_within_one_percent_as_a_tie():
+    frame = pl.DataFrame(
+        {
+            "scheduler": ["a", "b"],
+            "utilization": [0.500, 0.504],  # +0.8 %: a tie
+            "io_slowdown": [1.30, 1.30],  # equal: a tie
+            "max_stretch": [2.00, 2.03],  # b 1.5 % worse: a is better
+            "mean_stretch": [1.10, 1.0],  # b better by 9.1 %
+            "p99_stretch": [None, 1.5],  # undefined for a: not judged
+        }
+    )
+    assert both_sides(frame, "a") == (
+        "a is best or tied with every other scheduler on Utilization, IO-slowdown and Max Stretch; "
+        "b beats it on mean stretch (1.000 against 1.100)."
+    )
+    assert both_sides(frame, "b") == (  # a's undefined p99 beats nothing
+        "b is best or tied with every other scheduler on Utilization, IO-slowdown, mean stretch and p99 stretch; "
+        "a beats it on Max Stretch (2.000 against 2.030)."
+    )
+
+
+def test_a_named_baseline_is_the_one_compared_with():
+    section = scheduler_section(full_inputs(baseline="wfq"))
+    assert "The baseline is wfq (the baseline named by --baseline" in section.reading
+    assert "Under iosets-wfq, mean stretch 1.110 against 1.200 under wfq" in section.reading
+    extremes = table(section, "scheduler-extremes")
+    assert extremes.title.endswith("against wfq")
+    # against wfq: iosets-wfq a 8/10 - 1 = -20 %, b 25/21 - 1, c 30/36 - 1; fcfs a 0, b 20/21 - 1, c 30/36 - 1
+    rows = extremes.frame.filter(pl.col("scheduler") == "iosets-wfq").sort("job_id")
+    assert rows["relative_change"].to_list() == pytest.approx([-0.2, 25 / 21 - 1, 30 / 36 - 1])
+
+
+def test_tied_candidates_share_a_rank():
+    frame = pl.DataFrame(
+        {
+            "rank": [1, 2, 3, 4],
+            "mapping": ["set-5", "set-10", "set-2", "fair-share"],
+            "n_sets": [1, 1, 2, 3],
+            "utilization": [0.99727, 0.99727, 0.997265, 0.9967],  # set-2 within 1e-4 of set-5
+            "io_slowdown": [1.0, 1.0, 1.0011, 1.18],  # set-2 within 1 %, fair-share 18 % worse
+            "max_stretch": [1.0, 1.0, 1.000006, 1.0008],
+        }
+    )
+    ranking = TUNE_RANKING.validate(frame)
+    assert tied_ranks(ranking)["tied_rank"].to_list() == [1, 1, 1, 4]
+    section = scheduler_section(ReportInputs(jobs=jobs(), tune=ranking))
+    assert table(section, "scheduler-tune").frame["rank"].to_list() == [1, 1, 1, 4]
+    assert (
+        "The tuning ties 3 mappings for first among 4 candidate mappings: set-5 (1 set), set-10 (1 set) and "
+        "set-2 (2 sets) (utilization 0.997, Max Stretch 1.000); it does not tell them apart."
+    ) in section.reading
+
+
+def test_sets_that_do_not_change_are_not_ranked():
+    same = {"fcfs": RUNTIMES["fcfs"], "iosets-wfq": [10.0, 20.1, 30.0]}  # b +0.5 %: within 1 %
+    reading = scheduler_section(full_inputs(replay_jobs=replay_jobs(same), replay_schedulers=None)).reading
+    assert "No set's mean runtime changes beyond ±1 %." in reading
+    assert "gains most" not in reading and "fares worst" not in reading
 
 
 def test_stretch_ecdf_is_reduced_and_exact():
@@ -217,7 +298,7 @@ def test_one_policy_has_no_gains_table():
     inputs = full_inputs(replay_jobs=replay_jobs({"fcfs": RUNTIMES["fcfs"]}), replay_schedulers=None, tune=None)
     section = scheduler_section(inputs)
     assert [f.id for f in section.figures] == ["scheduler-stretch"]
-    assert "one scheduler, fcfs: mean stretch 2 over 3 jobs" in section.reading
+    assert "one scheduler, fcfs: mean stretch 2.000 over 3 jobs" in section.reading
 
 
 def test_policy_names_are_escaped_in_plots():

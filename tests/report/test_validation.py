@@ -265,8 +265,8 @@ def test_iosets_report_shows_a_validation_file(tmp_path, validation_file):
     assert result.exit_code == 0, result.output
     size = output.stat().st_size / 1e6
     assert result.stderr == (
-        f"wrote {output} ({size:.1f} MB): sections overview, validation, jobs; "
-        "missing: recommendation, scheduler, model-check, timelines, requests\n"
+        f"wrote {output} ({size:.1f} MB): sections verdict, overview, validation, jobs; "
+        "missing: recommendation, scheduler, impact, model-check, timelines, requests\n"
     )
     page = read_page(output.read_text(encoding="utf-8"))
     assert page.tables["validation-system-table"].column("simulated") == [
