@@ -38,14 +38,17 @@ ACCENT_COLOUR = "#3b4252"
 
 
 def set_colour(set_id: int | None) -> str:
-    """The colour of ``set_id`` in every plot; grey for None.
+    """The colour of ``set_id`` in every plot; grey for None (a job without a set).
+
+    A negative set is a set like any other (SET-10 gives set -1 to w_iter below 0.316 s), coloured from the
+    end of the palette, never grey.
 
     Examples
     --------
-    >>> set_colour(0), set_colour(10), set_colour(None)
-    ('#0072b2', '#0072b2', '#b0b0b0')
+    >>> set_colour(0), set_colour(10), set_colour(-1), set_colour(None)
+    ('#0072b2', '#0072b2', '#117733', '#b0b0b0')
     """
-    return UNSET_COLOUR if set_id is None or set_id < 0 else SET_PALETTE[set_id % len(SET_PALETTE)]
+    return UNSET_COLOUR if set_id is None else SET_PALETTE[set_id % len(SET_PALETTE)]
 
 
 def policy_colour(index: int) -> str:
