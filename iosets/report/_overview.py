@@ -116,6 +116,8 @@ def _jobs_with_sets(inputs: ReportInputs) -> tuple[pl.DataFrame, bool]:
     jobs = inputs.jobs
     absent = [name for name in _USED if name not in jobs.columns]
     jobs = jobs.with_columns(pl.lit(None, JOBS[name].dtype).alias(name) for name in absent)
+    blank = pl.col("app").str.strip_chars() == ""
+    jobs = jobs.with_columns(app=pl.when(blank).then(None).otherwise(pl.col("app")))  # "": the analyzer knew none
     runtime = pl.col("runtime").fill_null(pl.col("end") - pl.col("start"))
     jobs = jobs.with_columns(io_seconds=pl.col("io_time").fill_null(pl.col("alpha_io") * runtime))
     if inputs.recommendation is None:

@@ -226,3 +226,11 @@ def test_plots_without_data_give_way_to_a_sentence():
     assert "overview-scatter" not in [figure.id for figure in section.figures]
     assert "No job does I/O in a rhythm" in section.reading
     assert "there is no w_iter against alpha_io to plot" in section.reading
+
+
+def test_a_blank_app_is_unknown_not_an_empty_label():
+    jobs = JOBS.validate(pl.DataFrame({"job_id": ["a", "b"], "app": ["", " "], "bytes_written": [1e9, 2e9]}))
+    section = overview_section(ReportInputs(jobs=jobs))
+    assert _table(section, "overview-apps-bytes")["app"].to_list() == ["unknown"]
+    assert _figure(section, "overview-apps-bytes-plot").data[1]["y"] == ["unknown"]
+    assert _table(section, "overview-summary")["apps"].item() == 0
