@@ -35,6 +35,9 @@ from ._plots import (
     reference_line,
 )
 from ._scheduler import REPLAY_COMMAND
+from ._validation import SECTION_ID as VALIDATION_ID
+from ._validation import TITLE as VALIDATION_TITLE
+from ._validation import VALIDATE_COMMAND
 
 SECTION_ID = "model-check"
 TITLE = "Model check"
@@ -50,8 +53,6 @@ CALIBRATE_COMMAND = "iosets calibrate site.parquet -o dev.json"
 
 CALIBRATED_REPLAY_COMMAND = f"{REPLAY_COMMAND} --device dev.json"
 """The trace replay again, on the calibrated device."""
-
-VALIDATE_COMMAND = "iosets validate --dir DIR -o validation.json"
 
 GRADES = {
     "good": "at least nine jobs in ten run alone within the threshold of their recorded runtime",
@@ -238,15 +239,15 @@ def _validation_sentence(inputs: ReportInputs) -> str:
         return (
             "The phase engine itself can be checked against real runs on this storage, as the IO-SETS paper did "
             f"(Fig. 4): `{VALIDATE_COMMAND}`, then give `--validation validation.json` to `iosets report`; the "
-            "section 'Simulator against real runs' then shows them."
+            f"section [{VALIDATION_TITLE}](#{VALIDATION_ID}) then shows them."
         )
     outcomes = validation.policies
     meet = [policy for policy, outcome in outcomes.items() if outcome.meets_criterion()]
     return (
         f"Against real runs (`iosets validate`, {counted(validation.workload.n_jobs, 'job')}), "
         f"{len(meet)} of the {counted(len(outcomes), 'policy', 'policies')} validated "
-        f"{'meets' if len(meet) == 1 else 'meet'} the IO-SETS paper's criterion: see the section 'Simulator against "
-        "real runs' below (its Fig. 4-like plots)."
+        f"{'meets' if len(meet) == 1 else 'meet'} the IO-SETS paper's criterion: see the section "
+        f"[{VALIDATION_TITLE}](#{VALIDATION_ID}) below (its Fig. 4-like plots)."
     )
 
 

@@ -148,7 +148,11 @@ def test_validation_results_are_summed_up_and_pointed_to(site_inputs):
     assert "Against real runs (`iosets validate`, 4 jobs), 1 of the 2 policies validated meets the IO-SETS paper's" in (
         reading
     )
-    assert "see the section 'Simulator against real runs' below" in reading
+    assert "see the section [Simulator against real runs](#validation) below" in reading
+    page = build_report(site_inputs["jobs"], replay=site_inputs["replay"], validation=site_inputs["validation"]).html
+    start = page.index('<section id="model-check"')
+    assert '<a href="#validation">Simulator against real runs</a>' in page[start : page.index("</section>", start)]
+    assert '<section id="validation"' in page and 'id="validation-utilization"' in page  # drawn, where it points
     without = model_check_section(ReportInputs(jobs=inputs.jobs, replay_jobs=inputs.replay_jobs)).reading
     assert "`iosets validate --dir DIR -o validation.json`, then give `--validation validation.json`" in without
 
@@ -165,3 +169,14 @@ def test_without_a_trace_replay_the_section_names_the_commands():
     section = model_check_section(read_inputs(JOBS))
     assert section.missing.startswith("No trace replay given. Run `iosets replay-trace site.parquet --rec rec.parquet")
     assert section.figures == () and section.tables == ()
+
+
+def test_a_reading_links_only_to_the_pages_own_sections():
+    from iosets.report._render import inline_code
+
+    assert str(inline_code("see [the check](#validation), `iosets validate`")) == (
+        'see <a href="#validation">the check</a>, <code>iosets validate</code>'
+    )
+    assert str(inline_code("[out](https://example.org) [x](#a b) [<b>](#c)")) == (
+        '[out](https://example.org) [x](#a b) <a href="#c">&lt;b&gt;</a>'
+    )
