@@ -273,6 +273,7 @@ def _runtime_figure(check: ModelCheck, *, max_points: int = SCATTER_POINTS) -> F
             "y": json_values(jobs["alone_runtime"]),
             "customdata": json_values(ids),
             "marker": {"color": ACCENT_COLOUR, "size": 6, "opacity": 0.7},
+            "cliponaxis": False,  # a job at a decade's edge shows whole
             "hovertemplate": "%{customdata}<br>recorded %{x:.4g} s<br>alone %{y:.4g} s<extra></extra>",
         }
     else:

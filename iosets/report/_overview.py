@@ -9,7 +9,7 @@ import polars as pl
 
 from ..schemas import JOBS, NOT_PERIODIC_CODES, NOT_PERIODIC_MEANINGS
 from ._document import Figure, ReportInputs, Section, Table
-from ._format import counted, format_bytes, format_date, format_seconds, format_share
+from ._format import counted, epoch_date, format_bytes, format_seconds, format_share
 from ._palette import ACCENT_COLOUR, READ_COLOUR, WRITE_COLOUR, set_colour
 from ._plots import (
     GRID_BINS,
@@ -159,13 +159,21 @@ def site_summary(jobs: pl.DataFrame) -> pl.DataFrame:
             "apps": [row["apps"]],
             "bytes read": [float(row["bytes read"])],
             "bytes written": [float(row["bytes written"])],
-            "first start (UTC)": [format_date(span["start"].item())],
-            "last end (UTC)": [format_date(span["end"].item())],
+            "first start (UTC)": [_when(span["start"].item())],
+            "last end (UTC)": [_when(span["end"].item())],
             "periodic jobs": [row["periodic jobs"]],
             "periodic": [row["periodic jobs"] / row["jobs"] if row["jobs"] else None],
         },
         schema_overrides={"periodic": pl.Float64},
     )
+
+
+def _when(seconds: float | None) -> str:
+    """A date (UTC) when ``seconds`` count from the epoch, else how far into its trace (block traces count from their
+    start); ``-`` for none."""
+    if seconds is None:
+        return "-"
+    return epoch_date(seconds) or f"{format_seconds(seconds)} into the trace"
 
 
 def jobs_per_set(jobs: pl.DataFrame) -> pl.DataFrame:
@@ -316,6 +324,7 @@ def _job_points(jobs: pl.DataFrame, set_id: int | None) -> dict[str, Any]:
         "y": json_values(jobs["alpha_io"]),
         "customdata": [list(row) for row in ids.iter_rows()],
         "marker": {"color": set_colour(set_id), "size": 6, "opacity": 0.75},
+        "cliponaxis": False,  # a job at a decade's edge or at alpha_io 1 shows whole
         "hovertemplate": "%{customdata[0]}<br>app %{customdata[1]}<br>w_iter %{x:.4g} s<br>alpha_io %{y:.1%}<br>"
         + _set_label(set_id)
         + "<extra></extra>",
@@ -367,8 +376,11 @@ def _reasons_figure(reasons: pl.DataFrame) -> Figure | None:
     return Figure("overview-reasons-plot", "Why jobs are not periodic", [trace], layout)
 
 
-def _apps_figure(figure_id: str, title: str, apps: pl.DataFrame, *, by: str) -> Figure:
-    """Horizontal bars of the top apps, largest on top: bytes read and written stacked, or I/O time."""
+def _apps_figure(figure_id: str, title: str, apps: pl.DataFrame, *, by: str) -> Figure | None:
+    """Horizontal bars of the top apps, largest on top: bytes read and written stacked, or I/O time; None when no
+    app moved a byte (or spent a second in I/O)."""
+    if not (apps["bytes" if by == "bytes" else "I/O time"].fill_null(0) > 0).any():
+        return None
     labels = apps.select(escape_text(pl.col("app"))).to_series()
     yaxis = {**category_axis("app"), "autorange": "reversed"}
     if by == "bytes":
@@ -418,10 +430,16 @@ def _reading(
     if row["jobs"] == 0:
         return "The jobs table holds no job: there is nothing to show."
     periodic = row["periodic jobs"]
+    first, last = row["first start (UTC)"], row["last end (UTC)"]
+    if first == "-":
+        span = "at dates it does not give"
+    elif first.endswith("into the trace"):  # dates since the trace's start: no calendar
+        span = f"from {first.removesuffix(' into the trace')} to {last}"
+    else:
+        span = f"from {first} to {last} (UTC)"
     text = (
         f"The site ran {counted(row['jobs'], 'job')} of {counted(row['users'], 'user')} and "
-        f"{counted(row['apps'], 'app')}, from "
-        f"{row['first start (UTC)']} to {row['last end (UTC)']} (UTC), reading {format_bytes(row['bytes read'])} "
+        f"{counted(row['apps'], 'app')}, {span}, reading {format_bytes(row['bytes read'])} "
         f"and writing {format_bytes(row['bytes written'])}. "
     )
     if periodic == 0:
@@ -453,6 +471,10 @@ def _reading(
         text += " Every job has a period, so there is no plot of why jobs are not periodic."
     else:
         text += " The jobs without a period give no reason (no not_periodic code), so there is no plot of reasons."
+    if not (jobs["bytes_read"].fill_null(0) + jobs["bytes_written"].fill_null(0) > 0).any():
+        text += " No job records a byte read or written: no plot of the apps by bytes."
+    if not (jobs["io_seconds"].fill_null(0) > 0).any():
+        text += " No job records time spent in I/O: no plot of the apps by I/O time."
     drawn = jobs.filter((pl.col("w_iter") > 0) & (pl.col("alpha_io") > 0)).height
     if drawn:
         text += (

@@ -157,7 +157,7 @@ def fraction_axis(title: str, values: ArrayLike = (), *, log: bool = False) -> d
 
 def decades_axis(title: str, values: ArrayLike, *, kind: str = "number") -> dict[str, Any]:
     """A log axis over whole decades: from the power of ten at or below the smallest positive value to the one at
-    or above the largest (one decade at least), a tick at each power of ten.
+    or above the largest (one decade at least); a tick at each power of ten from three decades on.
 
     Values of 7.81 to 7.89 s give 1 s to 10 s, not an axis auto-ranged to their own width.
     ``kind`` is the unit of the ticks: ``"number"``, ``"seconds"`` or ``"bytes"``; without a positive
@@ -174,7 +174,10 @@ def decades_axis(title: str, values: ArrayLike, *, kind: str = "number") -> dict
     if kind not in builders:
         raise ValueError(f"decades_axis: kind: expected one of {', '.join(builders)}, got {kind!r}")
     low, high = decades(values)
-    return {**builders[kind](title, log=True), "range": [low, high], "dtick": 1}
+    axis = {**builders[kind](title, log=True), "range": [low, high]}
+    if high - low >= 3:  # a tick per power of ten; over one or two decades Plotly's own ticks (2, 5) say more
+        axis["dtick"] = 1
+    return axis
 
 
 def decades(values: ArrayLike) -> tuple[int, int]:

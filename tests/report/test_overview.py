@@ -192,7 +192,12 @@ def test_jobs_dated_from_their_trace_start_are_left_out_of_the_span(jobs):
     row = _table(overview_section(ReportInputs(jobs=pl.concat([jobs, block]))), "overview-summary").row(0, named=True)
     assert (row["first start (UTC)"], row["last end (UTC)"]) == ("2023-11-14 22:13", "2023-11-15 01:15")
     only_block = _table(overview_section(ReportInputs(jobs=block)), "overview-summary").row(0, named=True)
-    assert (only_block["first start (UTC)"], only_block["last end (UTC)"]) == ("0 s", "10 s")
+    assert (only_block["first start (UTC)"], only_block["last end (UTC)"]) == (
+        "0 s into the trace",
+        "10.0 s into the trace",
+    )
+    reading = overview_section(ReportInputs(jobs=block)).reading
+    assert "from 0 s to 10.0 s into the trace, reading" in reading and "(UTC)" not in reading
 
 
 def test_axes_fit_the_quantities(jobs):
@@ -234,3 +239,13 @@ def test_a_blank_app_is_unknown_not_an_empty_label():
     assert _table(section, "overview-apps-bytes")["app"].to_list() == ["unknown"]
     assert _figure(section, "overview-apps-bytes-plot").data[1]["y"] == ["unknown"]
     assert _table(section, "overview-summary")["apps"].item() == 0
+
+
+def test_apps_plots_need_bytes_or_io_time():
+    jobs = JOBS.validate(pl.DataFrame({"job_id": ["a", "b"], "app": ["x", "y"]}))
+    section = overview_section(ReportInputs(jobs=jobs))
+    ids = [figure.id for figure in section.figures]
+    assert "overview-apps-bytes-plot" not in ids and "overview-apps-time-plot" not in ids
+    assert "No job records a byte read or written: no plot of the apps by bytes." in section.reading
+    assert "No job records time spent in I/O: no plot of the apps by I/O time." in section.reading
+    assert "at dates it does not give" in section.reading

@@ -149,8 +149,9 @@ def test_a_fraction_axis_never_passes_1():
 
 def test_a_decades_axis_spans_whole_powers_of_ten():
     axis = decades_axis("w_iter", [7.81, 7.85, 7.89], kind="seconds")
-    assert (axis["type"], axis["range"], axis["dtick"], axis["ticksuffix"]) == ("log", [0, 1], 1, " s")
-    assert decades_axis("runtime", [0.002, 20.0, np.nan, -1.0])["range"] == [-3, 2]
+    assert (axis["type"], axis["range"], axis["ticksuffix"]) == ("log", [0, 1], " s")
+    wide = decades_axis("runtime", [0.002, 20.0, np.nan, -1.0])
+    assert (wide["range"], wide["dtick"], "dtick" in axis) == ([-3, 2], 1, False)
     assert decades_axis("runtime", [10.0, 100.0])["range"] == [1, 2]  # powers of ten are their own bounds
     assert decades_axis("bytes", [], kind="bytes")["range"] == [0, 1]
     with pytest.raises(ValueError, match="kind: expected one of number, seconds, bytes, got 'days'"):
