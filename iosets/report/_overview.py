@@ -197,8 +197,8 @@ def _sets_note(per_set: pl.DataFrame, by_rule: bool) -> str:
     unset = "jobs without a w_iter" if by_rule else "jobs absent from the recommendation"
     text = f"The row without a set number counts the {unset}. " if per_set["set"].null_count() else ""
     total = sum(PLAFRIM_SETS.values())
-    shares = ", ".join(f"set {s}: {n} ({100 * n / total:.2f} %)" for s, n in PLAFRIM_SETS.items())
-    paper = f"one year of PlaFRIM jobs under SET-10 (IO-SETS paper, section VIII, {total} jobs)"
+    shares = ", ".join(f"set {s}: {n:,} ({format_share(n / total)})" for s, n in PLAFRIM_SETS.items())
+    paper = f"one year of PlaFRIM jobs under SET-10 (IO-SETS paper, section VIII, {total:,} jobs)"
     return f"{text}For comparison, {paper}: {shares}."
 
 

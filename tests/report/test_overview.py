@@ -77,7 +77,7 @@ def test_jobs_per_set_by_set10_rule(jobs):
     assert "SET-10's rule round(log10 w_iter)" in section.reading
     note = next(table for table in section.tables if table.id == "overview-sets").note
     assert note.startswith("The row without a set number counts the jobs without a w_iter. For comparison")
-    assert "set 1: 1866 (45.65 %)" in note
+    assert "set 1: 1,866 (45.6 %)" in note
     bars = _figure(section, "overview-sets-plot").data[0]
     assert bars["x"] == ["set 0", "set 1", "set 2", "set 3", "no set"]
     assert bars["y"] == [2, 1, 3, 2, 2]
