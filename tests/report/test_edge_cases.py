@@ -62,8 +62,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     "'1.70407e+09' (an epoch float)",
     ("one-job", "scheduler", "plots"): "figures scheduler-extremes-wfq and scheduler-extremes-iosets-wfq have no "
     "finite point (one job: no extremes to draw)",
-    ("one-job", "scheduler", "advice"): "'No tuning given: `iosets tune JOBS -o ranking.parquet` ranks the candidate "
-    "mappings.' while `iosets tune` fails on one job (GaussianMixture: 'Found array with 1 sample(s)')",
     ("no-periodic", "scheduler", "advice"): "'No tuning given: `iosets tune JOBS -o ranking.parquet` ranks the "
     "candidate mappings.' while `iosets tune` answers 'no job with a w_iter and an alpha_io to replay'",
     ("one-job", "timelines", "sentences"): "'The trace replay under iosets-wfq (also replayed: fcfs, wfq): 1 jobs, "
