@@ -21,6 +21,8 @@ def fit_clusters(log_w, *, max_sets: int = 8, random_state: int = 0) -> tuple[np
     x = np.asarray(log_w, dtype=np.float64).reshape(-1, 1)
     if x.shape[0] == 0:
         return np.empty(0), np.zeros(1, np.int64), np.empty(0)
+    if x.shape[0] == 1:  # a mixture is fitted on two points at least: one job is one set, centred on it
+        return np.empty(0), np.zeros(1, np.int64), np.power(10.0, -x[0])
     models = [
         GaussianMixture(n_components=k, random_state=random_state, reg_covar=1e-4).fit(x)
         for k in range(1, min(max_sets, np.unique(x).size) + 1)

@@ -38,8 +38,10 @@ ACCENT_COLOUR = "#3b4252"
 
 
 def set_colour(set_id: int | None) -> str:
-    """The colour of ``set_id`` in every plot; grey for None. A negative set is a set (SET-10 gives set -1 to a
-    w_iter under 0.316 s) and has its colour, the palette's last.
+    """The colour of ``set_id`` in every plot; grey for None (a job without a set).
+
+    A negative set is a set like any other (SET-10 gives set -1 to w_iter below 0.316 s), coloured from the
+    end of the palette, never grey.
 
     Examples
     --------

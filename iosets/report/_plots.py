@@ -8,6 +8,7 @@ size bounded whatever the number of jobs.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,6 +95,143 @@ def bytes_axis(title: str, *, log: bool = False) -> dict[str, Any]:
 def seconds_axis(title: str, *, log: bool = False) -> dict[str, Any]:
     """A Plotly axis of seconds: ticks end in `` s``, large ones as powers of ten (never ``3M s``)."""
     return {**number_axis(title, log=log), "exponentformat": "power", "ticksuffix": " s"}
+
+
+def _finite_values(values: ArrayLike) -> np.ndarray:
+    """The finite values of ``values`` (nulls, NaN and infinities left out)."""
+    data = _floats(values)
+    return data[np.isfinite(data)]
+
+
+def _padded(low: float, high: float, pad: float) -> list[float]:
+    """``[low, high]`` widened by ``pad`` of its width on each side (a point gets +-``pad``)."""
+    width = (high - low) or max(abs(high), 1.0)
+    return [low - pad * width, high + pad * width]
+
+
+def stretch_axis(title: str, values: ArrayLike = ()) -> dict[str, Any]:
+    """A linear axis of stretches (runtime over runtime alone), starting at 1 where no stretch is the reference.
+
+    The range runs from 1 (or the smallest value, when one is below 1) to the largest value, with a
+    margin above, so that 1.212 and 1.188 look as different as they are; a bar chart on it grows from 1.
+    Without a value the range is 1 to 2. Draw 1 with :func:`reference_line`.
+
+    Examples
+    --------
+    >>> stretch_axis("Max Stretch", [1.212, 1.188])["range"]
+    [1.0, 1.2226]
+    >>> stretch_axis("stretch", [0.9, 1.1])["range"]
+    [0.89, 1.11]
+    """
+    data = _finite_values(values)
+    low = min(1.0, float(data.min())) if data.size else 1.0
+    high = max(float(data.max()), 1.0) if data.size else 2.0
+    if high <= low:
+        high = low + 1.0
+    span = high - low
+    start = low if low == 1.0 else low - 0.05 * span
+    return {**number_axis(title), "range": [round(start, 6), round(high + 0.05 * span, 6)]}
+
+
+def fraction_axis(title: str, values: ArrayLike = (), *, log: bool = False) -> dict[str, Any]:
+    """An axis of fractions of a whole (alpha_io, a share of bytes or of jobs): 0 to 1, never beyond.
+
+    Values are fractions (0.25, not 25 %). Linear: 0 to 1, ticks in per cent. ``log``: from the power of ten
+    at or below the smallest value in (0, 1] (10^-1 at the highest) to 1, a tick per power of ten; without
+    such a value, 10^-3 to 1.
+
+    Examples
+    --------
+    >>> fraction_axis("alpha_io")["range"]
+    [0, 1]
+    >>> fraction_axis("alpha_io", [0.004, 0.5], log=True)["range"]
+    [-3, 0]
+    """
+    if not log:
+        return {**number_axis(title), "range": [0, 1], "tickformat": ".0%"}
+    data = _finite_values(values)
+    positive = data[(data > 0) & (data <= 1)]
+    low = math.floor(math.log10(positive.min())) if positive.size else -3
+    return {**number_axis(title, log=True), "range": [min(low, -1), 0], "dtick": 1}
+
+
+def decades_axis(title: str, values: ArrayLike, *, kind: str = "number") -> dict[str, Any]:
+    """A log axis over whole decades: from the power of ten at or below the smallest positive value to the one at
+    or above the largest (one decade at least); a tick at each power of ten from three decades on.
+
+    Values of 7.81 to 7.89 s give 1 s to 10 s, not an axis auto-ranged to their own width.
+    ``kind`` is the unit of the ticks: ``"number"``, ``"seconds"`` or ``"bytes"``; without a positive
+    value the axis spans 1 to 10.
+
+    Examples
+    --------
+    >>> decades_axis("w_iter", [7.81, 7.89], kind="seconds")["range"]
+    [0, 1]
+    >>> decades_axis("runtime", [0.5, 2000])["range"]
+    [-1, 4]
+    """
+    builders = {"number": number_axis, "seconds": seconds_axis, "bytes": bytes_axis}
+    if kind not in builders:
+        raise ValueError(f"decades_axis: kind: expected one of {', '.join(builders)}, got {kind!r}")
+    low, high = decades(values)
+    axis = {**builders[kind](title, log=True), "range": [low, high]}
+    if high - low >= 3:  # a tick per power of ten; over one or two decades Plotly's own ticks (2, 5) say more
+        axis["dtick"] = 1
+    return axis
+
+
+def decades(values: ArrayLike) -> tuple[int, int]:
+    """The powers of ten (as exponents) around the positive finite ``values``: one decade at least; (0, 1) for none.
+
+    Examples
+    --------
+    >>> decades([7.81, 7.89]), decades([10, 100]), decades([])
+    ((0, 1), (1, 2), (0, 1))
+    """
+    data = _finite_values(values)
+    data = data[data > 0]
+    if not data.size:
+        return 0, 1
+    low, high = math.floor(math.log10(data.min())), math.ceil(math.log10(data.max()))
+    return low, max(high, low + 1)
+
+
+def data_range_axis(axis: dict[str, Any], values: ArrayLike) -> dict[str, Any]:
+    """``axis`` ranged over the finite ``values``' true span (log axes: the positive ones), 2 % margin each side.
+
+    For an ECDF or any axis whose shapes (a shaded band, a reference line) must not stretch it: Plotly's
+    autorange counts shapes, so a band from 0.75 to 1.25 would pull an axis of values 0.9 to 1.1 with it.
+    Without a value, ``axis`` is returned as it is.
+
+    Examples
+    --------
+    >>> data_range_axis(number_axis("x"), [1.0, 2.0])["range"]
+    [0.98, 2.02]
+    >>> data_range_axis(number_axis("x", log=True), [1.0, 100.0])["range"]
+    [-0.04, 2.04]
+    """
+    data = _finite_values(values)
+    log = axis.get("type") == "log"
+    if log:
+        data = np.log10(data[data > 0])
+    if not data.size:
+        return axis
+    low, high = _padded(float(data.min()), float(data.max()), 0.02)
+    return {**axis, "range": [round(low, 6), round(high, 6)]}
+
+
+def reference_line(value: float, *, axis: str = "y", dash: str = "dot") -> dict[str, Any]:
+    """A Plotly shape: a line across the plot at ``value`` on ``axis`` (``"y"``: horizontal; ``"x"``: vertical).
+
+    Examples
+    --------
+    >>> reference_line(1)["y0"], reference_line(1)["xref"]
+    (1, 'paper')
+    """
+    line = {"type": "line", "line": {"dash": dash, "color": "#4c566a", "width": 1}, "layer": "below"}
+    if axis == "y":
+        return {**line, "xref": "paper", "yref": "y", "x0": 0, "x1": 1, "y0": value, "y1": value}
+    return {**line, "xref": "x", "yref": "paper", "x0": value, "x1": value, "y0": 0, "y1": 1}
 
 
 def category_axis(title: str) -> dict[str, Any]:

@@ -153,9 +153,10 @@ def _plotly_js():
 
 
 def inline_code(text: str):
-    """``text`` escaped, with each ```command``` span shown as ``<code>``."""
-    escaped = html.escape(text, quote=False)
-    return _markup(re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped))
+    """``text`` escaped, with each ```command``` span shown as ``<code>`` and each ``[words](#id)`` as a link to the
+    page's own element ``id`` (letters, digits and dashes: never a URL)."""
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+    return _markup(re.sub(r"\[([^\]]+)\]\(#([a-z0-9-]+)\)", r'<a href="#\2">\1</a>', escaped))
 
 
 def script_json(value: Any) -> str:

@@ -9,9 +9,9 @@ import polars as pl
 
 from ..validate import CRITERION, CRITERION_SHARE, METRICS, POLICIES
 from ._document import Figure, ReportInputs, Section, Table
-from ._format import counted, format_bytes
-from ._plots import box_trace, category_axis, figure_layout, json_values, number_axis
-from ._scheduler import SCHEDULER_PALETTE
+from ._format import counted, format_rate, format_share
+from ._palette import policy_colour as _palette_colour
+from ._plots import box_trace, category_axis, figure_layout, fraction_axis, json_values, stretch_axis
 
 if TYPE_CHECKING:
     from ..validate import PolicyValidation, Validation
@@ -32,13 +32,9 @@ SIMULATED_COLOUR = "#000000"
 
 
 def policy_colour(policy: str) -> str:
-    """The colour of a validated policy in every plot of the section (by its place among the validate room's)."""
-    return SCHEDULER_PALETTE[POLICIES.index(policy) % len(SCHEDULER_PALETTE)]
-
-
-def percent(value: float, spec: str = "{:g}") -> str:
-    """A fraction in per cent as the readings write it: ``percent(0.035) == "3.5 %"``."""
-    return f"{spec.format(value * 100)} %"
+    """The colour of a validated policy in every plot of the section: the report's neutral policy colour of its place
+    among the validate room's policies (never a set's colour)."""
+    return _palette_colour(POLICIES.index(policy))
 
 
 def validation_section(inputs: ReportInputs) -> Section:
@@ -86,13 +82,13 @@ def validation_section(inputs: ReportInputs) -> Section:
 
 def _reading(validation: Validation) -> str:
     """What ran, the paper's criterion, and each policy's share of runs within its tolerances, in words."""
-    utilization, stretch = percent(CRITERION["utilization"]), percent(CRITERION["max_stretch"])
+    utilization, stretch = format_share(CRITERION["utilization"]), format_share(CRITERION["max_stretch"])
     workload = validation.workload
     opening = (
         f"The workload ran for real on the storage, {counted(workload.n_jobs, 'job')} at the measured bandwidth "
-        f"B = {format_bytes(validation.bandwidth)}/s, and the phase engine replayed it at that B. The IO-SETS paper "
-        f"(section VI-A, Fig. 4) trusted its simulator because at least {percent(CRITERION_SHARE)} of the real runs "
-        f"lay within {utilization} of the simulated Utilization and within {stretch} of its Max Stretch."
+        f"B = {format_rate(validation.bandwidth)}, and the phase engine replayed it at that B. The IO-SETS paper "
+        f"(section VI-A, Fig. 4) trusted its simulator because at least {format_share(CRITERION_SHARE)} of the real "
+        f"runs lay within {utilization} of the simulated Utilization and within {stretch} of its Max Stretch."
     )
     sentences = [_policy_reading(outcome) for outcome in validation.policies.values()]
     meet = [policy for policy, outcome in validation.policies.items() if outcome.meets_criterion()]
@@ -107,8 +103,8 @@ def _reading(validation: Validation) -> str:
 
 
 def _policy_reading(outcome: PolicyValidation) -> str:
-    """``set-10 meets the paper's criterion: 3 of its 3 runs lie within 3.5 % of the simulated Utilization (100 %)
-    and 3 within 1.5 % of its Max Stretch (100 %).``"""
+    """``set-10 meets the paper's criterion: 3 of its 3 runs lie within 3.5 % of the simulated Utilization (100.0 %)
+    and 3 within 1.5 % of its Max Stretch (100.0 %).``"""
     runs = len(outcome.measured["utilization"])
     compared = (
         ""
@@ -119,9 +115,9 @@ def _policy_reading(outcome: PolicyValidation) -> str:
     utilization, stretch = outcome.within("utilization"), outcome.within("max_stretch")
     return (
         f"{outcome.policy}{compared} {verdict}: {round(utilization * runs)} of its {counted(runs, 'run')} lie within "
-        f"{percent(CRITERION['utilization'])} of the simulated Utilization ({percent(utilization, '{:.0f}')}) and "
-        f"{round(stretch * runs)} within {percent(CRITERION['max_stretch'])} of its Max Stretch "
-        f"({percent(stretch, '{:.0f}')})."
+        f"{format_share(CRITERION['utilization'])} of the simulated Utilization ({format_share(utilization)}) and "
+        f"{round(stretch * runs)} within {format_share(CRITERION['max_stretch'])} of its Max Stretch "
+        f"({format_share(stretch)})."
     )
 
 
@@ -145,13 +141,11 @@ def _policy_table(outcome: PolicyValidation) -> Table:
             name: pl.Float64 for name in ("min", "median", "max", "simulated", "difference", "tolerance", "within")
         },
     )
-    number = "{:.4f}"
     return Table(
         f"validation-{outcome.policy}-table",
         f"{outcome.policy}: measured runs against the phase engine's {outcome.simulated_policy}",
         frame,
-        formats={"min": number, "median": number, "max": number, "simulated": number}
-        | {"difference": "{:+.2%}", "tolerance": "{:.1%}", "within": "{:.0%}"},
+        formats={"difference": "change", "tolerance": "share", "within": "share"},
         note="difference = (median - simulated) / simulated; within: the share of runs whose value lies within the "
         "tolerance of the simulated one (a run without a value counts as outside). The paper sets no tolerance "
         "for IO-slowdown.",
@@ -167,9 +161,11 @@ def _metric_figure(validation: Validation, metric: str) -> Figure | None:
     label = METRIC_LABELS[metric]
     tolerance = CRITERION.get(metric)
     data: list[dict[str, Any]] = []
+    values: list[float] = []
     for policy, outcome in validation.policies.items():
         colour = policy_colour(policy)
         runs = [(i + 1, v) for i, v in enumerate(outcome.measured[metric]) if v is not None]
+        values += [v for _, v in runs]
         if runs:
             data.append({**box_trace([v for _, v in runs], name=policy, colour=colour), "width": BOX_WIDTH})
             data.append(
@@ -186,10 +182,11 @@ def _metric_figure(validation: Validation, metric: str) -> Figure | None:
             )
         simulated = getattr(outcome.simulated, metric)
         if simulated is not None:
+            values += [simulated * (1 - (tolerance or 0)), simulated * (1 + (tolerance or 0))]
             data.append(_simulated_trace(policy, outcome.simulated_policy, simulated, label, tolerance))
     if not data:
         return None
-    within = "" if tolerance is None else f", its whiskers the paper's tolerance (±{percent(tolerance)})"
+    within = "" if tolerance is None else f", its whiskers the paper's tolerance (±{format_share(tolerance)})"
     note = (
         "A box per policy over its runs (quartiles; whiskers: min and max; dashed: mean), each run as a dot. "
         f"The black line is the phase engine's {label} of the same workload{within}."
@@ -198,9 +195,18 @@ def _metric_figure(validation: Validation, metric: str) -> Figure | None:
         f"validation-{metric.replace('_', '-')}",
         f"{label}: real runs against the phase engine",
         data,
-        figure_layout(xaxis=category_axis("policy"), yaxis=number_axis(label), legend=False, height=360),
+        figure_layout(
+            xaxis=category_axis("policy"), yaxis=_metric_axis(metric, label, values), legend=False, height=360
+        ),
         note=note,
     )
+
+
+def _metric_axis(metric: str, label: str, values: list[float]) -> dict[str, Any]:
+    """Utilization on a fraction's axis (0 to 1); IO-slowdown and Max Stretch on a stretch's axis (from 1)."""
+    if metric == "utilization":
+        return fraction_axis(label)
+    return stretch_axis(label, values)
 
 
 def _simulated_trace(

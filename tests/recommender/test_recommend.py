@@ -86,6 +86,12 @@ def test_gmm_prefers_one_set_for_one_family():
     assert priority_of.size == 1 and set(sets.tolist()) == {0}
 
 
+def test_gmm_of_one_job_is_one_set_centred_on_it():
+    sets, priority_of = cluster_sets([40.0])
+    assert sets.tolist() == [0] and priority_of.tolist() == [pytest.approx(1 / 40)]
+    assert recommend(jobs_frame([40.0]), mapping="gmm")["set"].to_list() == [0]
+
+
 def test_wfq_weights_keep_the_priority_ratios():
     rec = recommend(jobs_frame([1.0, 10.0, 100.0, 1000.0, 20.0]), max_request=65536)
     weights = dict(zip(rec["set"].to_list(), rec["wfq_weight"].to_list(), strict=True))

@@ -59,7 +59,7 @@ def test_summary_equals_the_jobs_table(jobs):
         "first start (UTC)": "2023-11-14 22:13",
         "last end (UTC)": "2023-11-15 01:15",
         "periodic jobs": 8,
-        "periodic (%)": 80.0,
+        "periodic": 0.8,
     }
     assert "10 jobs of 5 users and 5 apps" in section.reading
     assert "from 2023-11-14 22:13 to 2023-11-15 01:15 (UTC)" in section.reading
@@ -71,13 +71,13 @@ def test_jobs_per_set_by_set10_rule(jobs):
     per_set = _table(section, "overview-sets")
     assert per_set["set"].to_list() == [0, 1, 2, 3, None]
     assert per_set["jobs"].to_list() == [2, 1, 3, 2, 2]
-    assert per_set["share (%)"].to_list() == [20.0, 10.0, 30.0, 20.0, 20.0]
-    assert per_set["w_iter min (s)"].to_list() == [0.5, 5.0, 40.0, 400.0, None]
-    assert per_set["w_iter max (s)"].to_list() == [2.0, 5.0, 150.0, 3000.0, None]
+    assert per_set["share"].to_list() == pytest.approx([0.2, 0.1, 0.3, 0.2, 0.2])
+    assert per_set["w_iter min"].to_list() == [0.5, 5.0, 40.0, 400.0, None]
+    assert per_set["w_iter max"].to_list() == [2.0, 5.0, 150.0, 3000.0, None]
     assert "SET-10's rule round(log10 w_iter)" in section.reading
     note = next(table for table in section.tables if table.id == "overview-sets").note
     assert note.startswith("The row without a set number counts the jobs without a w_iter. For comparison")
-    assert "set 1: 1866 (45.65 %)" in note
+    assert "set 1: 1,866 (45.6 %)" in note
     bars = _figure(section, "overview-sets-plot").data[0]
     assert bars["x"] == ["set 0", "set 1", "set 2", "set 3", "no set"]
     assert bars["y"] == [2, 1, 3, 2, 2]
@@ -145,7 +145,7 @@ def test_top_apps_by_bytes_and_by_io_time(jobs):
     by_time = _table(section, "overview-apps-time")
     # wrf: j3's io_time 40 s + j2's alpha_io x runtime = 0.05 x 3000 s
     assert by_time["app"].to_list() == ["hacc", "wrf", "namd", "lammps", "<script>x</script>", "unknown"]
-    assert by_time["io time (s)"].to_list() == [500.0, 190.0, 130.0, 30.0, 5.0, 1.0]
+    assert by_time["I/O time"].to_list() == [500.0, 190.0, 130.0, 30.0, 5.0, 1.0]
     plot = _figure(section, "overview-apps-bytes-plot")
     read, written = plot.data
     assert read["y"][1] == "&lt;script&gt;x&lt;/script&gt;"
@@ -170,7 +170,7 @@ def test_many_jobs_are_binned_and_every_job_counted():
     )
     section = overview_section(ReportInputs(jobs=jobs))
     figure = _figure(section, "overview-scatter")
-    assert figure.note.startswith("6000 jobs binned on a 60 x 60 log grid")
+    assert figure.note.startswith("6,000 jobs binned on a 60 x 60 log grid")
     assert sum(sum(trace["customdata"]) for trace in figure.data) == n
     per_set = _table(section, "overview-sets")
     for trace, jobs_in_set in zip(figure.data, per_set["jobs"].to_list(), strict=True):
@@ -192,4 +192,60 @@ def test_jobs_dated_from_their_trace_start_are_left_out_of_the_span(jobs):
     row = _table(overview_section(ReportInputs(jobs=pl.concat([jobs, block]))), "overview-summary").row(0, named=True)
     assert (row["first start (UTC)"], row["last end (UTC)"]) == ("2023-11-14 22:13", "2023-11-15 01:15")
     only_block = _table(overview_section(ReportInputs(jobs=block)), "overview-summary").row(0, named=True)
-    assert (only_block["first start (UTC)"], only_block["last end (UTC)"]) == ("0 s", "10 s")
+    assert (only_block["first start (UTC)"], only_block["last end (UTC)"]) == (
+        "0 s into the trace",
+        "10.0 s into the trace",
+    )
+    reading = overview_section(ReportInputs(jobs=block)).reading
+    assert "from 0 s to 10.0 s into the trace, reading" in reading and "(UTC)" not in reading
+
+
+def test_axes_fit_the_quantities(jobs):
+    layout = _figure(overview_section(ReportInputs(jobs=jobs)), "overview-scatter").layout
+    assert layout["xaxis"]["range"] == [-1, 3]  # w_iter drawn 0.5 ... 400 s: whole decades 0.1 s to 1000 s
+    assert layout["yaxis"]["range"] == [-2, 0]  # alpha_io 0.01 ... 0.5: a fraction, never past 1
+    assert layout["yaxis"]["type"] == "log"
+
+
+def test_bytes_are_drawn_in_read_and_write_colours_never_a_sets(jobs):
+    from iosets.report._palette import READ_COLOUR, SET_PALETTE, WRITE_COLOUR
+
+    section = overview_section(ReportInputs(jobs=jobs))
+    read, written = _figure(section, "overview-apps-bytes-plot").data
+    assert (read["marker"]["color"], written["marker"]["color"]) == (READ_COLOUR, WRITE_COLOUR)
+    for figure_id in ("overview-sources-plot", "overview-confidence", "overview-reasons-plot"):
+        assert _figure(section, figure_id).data[0]["marker"]["color"] not in SET_PALETTE
+
+
+def test_plots_without_data_give_way_to_a_sentence():
+    periodic = JOBS.validate(pl.DataFrame({"job_id": ["a"], "w_iter": [10.0], "alpha_io": [0.1]}))
+    section = overview_section(ReportInputs(jobs=periodic))
+    ids = [figure.id for figure in section.figures]
+    assert "overview-reasons-plot" not in ids and "overview-confidence" not in ids
+    assert "Every job has a period, so there is no plot of why jobs are not periodic." in section.reading
+    assert "No job has a confidence in its w_iter: no confidence plot." in section.reading
+    assert "1 job (100.0 %) does I/O in a rhythm" in section.reading
+    assert "every job with a set is in set 1 (100.0 % of all jobs)" in section.reading
+    none = JOBS.validate(pl.DataFrame({"job_id": ["a", "b"], "not_periodic": ["io_bound", "few_bytes"]}))
+    section = overview_section(ReportInputs(jobs=none))
+    assert "overview-scatter" not in [figure.id for figure in section.figures]
+    assert "No job does I/O in a rhythm" in section.reading
+    assert "there is no w_iter against alpha_io to plot" in section.reading
+
+
+def test_a_blank_app_is_unknown_not_an_empty_label():
+    jobs = JOBS.validate(pl.DataFrame({"job_id": ["a", "b"], "app": ["", " "], "bytes_written": [1e9, 2e9]}))
+    section = overview_section(ReportInputs(jobs=jobs))
+    assert _table(section, "overview-apps-bytes")["app"].to_list() == ["unknown"]
+    assert _figure(section, "overview-apps-bytes-plot").data[1]["y"] == ["unknown"]
+    assert _table(section, "overview-summary")["apps"].item() == 0
+
+
+def test_apps_plots_need_bytes_or_io_time():
+    jobs = JOBS.validate(pl.DataFrame({"job_id": ["a", "b"], "app": ["x", "y"]}))
+    section = overview_section(ReportInputs(jobs=jobs))
+    ids = [figure.id for figure in section.figures]
+    assert "overview-apps-bytes-plot" not in ids and "overview-apps-time-plot" not in ids
+    assert "No job records a byte read or written: no plot of the apps by bytes." in section.reading
+    assert "No job records time spent in I/O: no plot of the apps by I/O time." in section.reading
+    assert "at dates it does not give" in section.reading

@@ -4,19 +4,26 @@ import json
 
 import numpy as np
 import polars as pl
+import pytest
 
 from iosets.report._plots import (
     bar_trace,
     binned_scatter_trace,
     box_trace,
     bytes_axis,
+    data_range_axis,
+    decades_axis,
     ecdf,
     ecdf_trace,
     escape_text,
+    fraction_axis,
     json_values,
     log_histogram_2d,
+    number_axis,
     quantiles,
+    reference_line,
     seconds_axis,
+    stretch_axis,
 )
 
 
@@ -119,3 +126,40 @@ def test_bar_trace_orientation_and_colours():
     assert vertical["marker"] == {"color": ["#1", "#2"]} and vertical["hovertext"] == ["x", "y"]
     horizontal = bar_trace(pl.Series(["a"]), [5], name="n", colour="#3", horizontal=True)
     assert (horizontal["orientation"], horizontal["x"], horizontal["y"], horizontal["name"]) == ("h", [5], ["a"], "n")
+
+
+def test_a_stretch_axis_starts_at_1_so_close_stretches_look_different():
+    axis = stretch_axis("Max Stretch", [1.212, 1.188])
+    low, high = axis["range"]
+    assert low == 1.0 and high == pytest.approx(1.212 + 0.05 * 0.212)
+    # on this axis a bar of 1.212 is 1.13 times as tall as one of 1.188 (from 0 it would be 1.02 times)
+    assert (1.212 - low) / (1.188 - low) == pytest.approx(1.1277, abs=1e-4)
+    assert stretch_axis("stretch", [0.5, 1.5])["range"] == [0.45, 1.55]  # below 1: the smallest value shows
+    assert stretch_axis("stretch")["range"] == [1.0, 2.05]
+    assert reference_line(1.0)["y0"] == reference_line(1.0)["y1"] == 1.0
+
+
+def test_a_fraction_axis_never_passes_1():
+    assert fraction_axis("share")["range"] == [0, 1]
+    log = fraction_axis("alpha_io", pl.Series([0.0004, 0.2, None, 0.0]), log=True)
+    assert (log["type"], log["range"]) == ("log", [-4, 0])
+    assert fraction_axis("alpha_io", [0.5], log=True)["range"] == [-1, 0]  # one decade at least
+    assert fraction_axis("alpha_io", [], log=True)["range"] == [-3, 0]
+
+
+def test_a_decades_axis_spans_whole_powers_of_ten():
+    axis = decades_axis("w_iter", [7.81, 7.85, 7.89], kind="seconds")
+    assert (axis["type"], axis["range"], axis["ticksuffix"]) == ("log", [0, 1], " s")
+    wide = decades_axis("runtime", [0.002, 20.0, np.nan, -1.0])
+    assert (wide["range"], wide["dtick"], "dtick" in axis) == ([-3, 2], 1, False)
+    assert decades_axis("runtime", [10.0, 100.0])["range"] == [1, 2]  # powers of ten are their own bounds
+    assert decades_axis("bytes", [], kind="bytes")["range"] == [0, 1]
+    with pytest.raises(ValueError, match="kind: expected one of number, seconds, bytes, got 'days'"):
+        decades_axis("x", [1.0], kind="days")
+
+
+def test_a_data_range_axis_is_the_datas_span_whatever_the_shapes():
+    assert data_range_axis(number_axis("ratio"), [0.9, 1.0, 1.1])["range"] == [0.896, 1.104]
+    assert data_range_axis(number_axis("ratio", log=True), [0.1, 10.0, 0.0])["range"] == [-1.04, 1.04]
+    assert data_range_axis(number_axis("x"), [3.0])["range"] == [2.94, 3.06]
+    assert "range" not in data_range_axis(number_axis("x"), [np.nan])

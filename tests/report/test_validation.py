@@ -75,7 +75,7 @@ def test_the_tables_hold_the_files_numbers(page):
     assert (set10["Utilization"]["tolerance"], set10["Max Stretch"]["tolerance"]) == ("0.035", "0.015")
     assert set10["IO-slowdown"]["within"] == set10["IO-slowdown"]["tolerance"] == ""  # the paper sets none
     shown = page.tables["validation-set-10-table"].column("within")
-    assert [text for _, text in shown] == ["67%", "", "67%"]
+    assert [text for _, text in shown] == ["66.7 %", "", "66.7 %"]
 
 
 def test_a_figure_per_metric_draws_each_policys_runs_box_and_simulated_line(page):
@@ -104,13 +104,13 @@ def test_the_reading_says_which_policies_meet_the_papers_criterion(page):
         "The workload ran for real on the storage, 2 jobs at the measured bandwidth B = 190 MB/s"
     )
     assert (
-        "at least 80 % of the real runs lay within 3.5 % of the simulated Utilization and within 1.5 %" in readings[0]
+        "at least 80.0 % of the real runs lay within 3.5 % of the simulated Utilization and within 1.5 %" in readings[0]
     )
     assert readings[1] == (
-        "set-10 misses the paper's criterion: 2 of its 3 runs lie within 3.5 % of the simulated Utilization (67 %) and "
-        "2 within 1.5 % of its Max Stretch (67 %). system, compared with the phase engine's fair-share, meets the "
-        "paper's criterion: 4 of its 4 runs lie within 3.5 % of the simulated Utilization (100 %) and 4 within 1.5 % "
-        "of its Max Stretch (100 %)."
+        "set-10 misses the paper's criterion: 2 of its 3 runs lie within 3.5 % of the simulated Utilization "
+        "(66.7 %) and 2 within 1.5 % of its Max Stretch (66.7 %). system, compared with the phase engine's "
+        "fair-share, meets the paper's criterion: 4 of its 4 runs lie within 3.5 % of the simulated Utilization "
+        "(100.0 %) and 4 within 1.5 % of its Max Stretch (100.0 %)."
     )
     assert readings[2] == "Meet the paper's criterion: system; miss it: set-10."
     assert page.sections["validation"]["missing"] is None
@@ -270,9 +270,9 @@ def test_iosets_report_shows_a_validation_file(tmp_path, validation_file):
     )
     page = read_page(output.read_text(encoding="utf-8"))
     assert page.tables["validation-system-table"].column("simulated") == [
-        ("0.6", "0.6000"),
-        ("2.2", "2.2000"),
-        ("1.5", "1.5000"),
+        ("0.6", "0.6"),
+        ("2.2", "2.2"),
+        ("1.5", "1.5"),
     ]
     broken = _with(tmp_path / "broken.json", _drop("policies", "system", "simulated"))
     failed = runner.invoke(
@@ -294,3 +294,15 @@ def test_the_policies_keep_the_files_order_and_colours_across_figures(page):
     assert colours[0] == colours[1] == colours[2] and list(colours[0]) == ["set-10", "system"]
     assert colours[0]["set-10"] != colours[0]["system"]
     assert sum(name.startswith("validation-") for name in page.tables) == 2
+
+
+def test_axes_fit_each_metric(page):
+    from iosets.report._palette import POLICY_PALETTE
+
+    assert page.figure("validation-utilization")["layout"]["yaxis"]["range"] == [0, 1]  # a fraction
+    for name in ("io-slowdown", "max-stretch"):
+        figure = page.figure(f"validation-{name}")
+        low, high = figure["layout"]["yaxis"]["range"]
+        drawn = [v for trace in figure["data"] if trace["type"] == "scatter" for v in trace["y"]]
+        assert low == 1.0 and high > max(drawn)  # a stretch grows from 1, every value in view
+        assert {trace["marker"]["color"] for trace in figure["data"] if trace["type"] == "box"} <= set(POLICY_PALETTE)
