@@ -65,13 +65,15 @@ def format_seconds(value: float | None) -> str:
     --------
     >>> format_seconds(0.25), format_seconds(42), format_seconds(5400), format_seconds(3 * 86400)
     ('250 ms', '42.0 s', '1.50 h', '3.00 d')
-    >>> format_seconds(0), format_seconds(2e-5)
-    ('0 s', '20.0 us')
+    >>> format_seconds(0), format_seconds(2e-5), format_seconds(2290 * 86400)
+    ('0 s', '20.0 us', '2,290 d')
     """
     if not _finite(value):
         return "-"
     if value == 0:
         return "0 s"
+    if abs(value) >= 999.5 * 86400.0:  # no exponent: whole days with thousands separators
+        return f"{value / 86400.0:,.0f} d"
     for unit, size in (("d", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3)):
         if abs(value) >= size:
             return _three_digits(value / size, unit)
@@ -121,6 +123,27 @@ def format_number(value: float | None) -> str:
         text = f"{value:,.{digits}f}"
         return text.rstrip("0").rstrip(".") if "." in text else text
     return f"{value:.4g}"
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def format_priority(value: float | None) -> str:
+    """A priority: a power of ten (IO-SETS's 10^-set) beyond 10^+-3 as ``10`` with its exponent raised, else a
+    plain number.
+
+    Examples
+    --------
+    >>> format_priority(1e-6), format_priority(1e5), format_priority(0.01), format_priority(1.0), format_priority(0.3)
+    ('10⁻⁶', '10⁵', '0.01', '1', '0.3')
+    """
+    if not _finite(value):
+        return "-"
+    if value > 0:
+        exponent = round(math.log10(value))
+        if abs(exponent) > 3 and math.isclose(value, 10.0**exponent, rel_tol=1e-9):
+            return "10" + str(exponent).translate(_SUPERSCRIPT)
+    return format_number(value)
 
 
 def format_ratio(value: float | None) -> str:
@@ -187,6 +210,7 @@ KINDS: dict[str, Callable[[Any], str]] = {
     "date": format_date,
     "number": format_number,
     "ratio": format_ratio,
+    "priority": format_priority,
     "share": format_share,
     "change": format_change,
     "count": format_count,

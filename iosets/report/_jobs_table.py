@@ -10,7 +10,7 @@ MAX_ROWS = 5_000
 """Jobs shown at most: those that moved the most bytes (the page stays light on a large site)."""
 
 FORMATS = {
-    "priority": "{:.3g}",
+    "priority": "priority",
     "w_iter": "{:.2f}",
     "alpha_io": "{:.4f}",
     "confidence": "{:.2f}",

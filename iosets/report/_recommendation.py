@@ -8,7 +8,7 @@ import polars as pl
 
 from ..recommender import AGIOS_MAX_WEIGHT
 from ._document import ReportInputs, Section, Table
-from ._format import counted, format_count, format_number, format_rate, format_seconds, listed
+from ._format import counted, format_count, format_number, format_priority, format_rate, format_seconds, listed
 
 MISSING = "Run `iosets recommend JOBS -o rec.parquet`, then pass --rec rec.parquet"
 """What the section says without a recommendation."""
@@ -64,7 +64,7 @@ _SET_FORMATS = {
 }
 
 _WEIGHT_FORMATS = {
-    "priority": "number",
+    "priority": "priority",
     "WFQ weight (B/round)": "count",
     "WFQ share": "share",
     "RBFQ weight": "number",
@@ -196,7 +196,7 @@ def _reading(recommended: pl.DataFrame, weights: pl.DataFrame, rec_file: str) ->
     first, last = weights.row(0, named=True), weights.row(-1, named=True)
     if recommended.height == 1:
         text = (
-            f"The recommendation puts its one job in set {first['set']} (priority {format_number(first['priority'])})"
+            f"The recommendation puts its one job in set {first['set']} (priority {format_priority(first['priority'])})"
             ": with no other job, WFQ and RBFQ have nothing to weigh it against."
         )
     elif weights.height == 1:
@@ -209,8 +209,8 @@ def _reading(recommended: pl.DataFrame, weights: pl.DataFrame, rec_file: str) ->
         text = f"The recommendation puts {counted(recommended.height, 'job')} in {counted(weights.height, 'set')}. "
         text += (
             "A smaller set number means a shorter characteristic time and a higher priority: set "
-            f"{first['set']} gets priority {format_number(first['priority'])} and set {last['set']} "
-            f"{format_number(last['priority'])}. When both do I/O at once, RBFQ weighs set {first['set']} "
+            f"{first['set']} gets priority {format_priority(first['priority'])} and set {last['set']} "
+            f"{format_priority(last['priority'])}. When both do I/O at once, RBFQ weighs set {first['set']} "
             f"{format_number(first['RBFQ weight'] / last['RBFQ weight'])} times set {last['set']}, and WFQ serves "
             f"{format_count(first['WFQ weight (B/round)'])} against {format_count(last['WFQ weight (B/round)'])} "
             "bytes per round. Within a set, one job does I/O at a time."

@@ -140,8 +140,10 @@ def scheduler_section(inputs: ReportInputs) -> Section:
     if inputs.tune is not None:
         tables.append(_tune_table(inputs.tune))
         readings.append(_tune_reading(inputs.tune))
-    else:
+    elif _tunable(inputs.jobs):
         readings.append(f"No tuning given: `{TUNE_COMMAND}` ranks the candidate mappings.")
+    else:
+        readings.append("No tuning: it replays the periodic jobs with an alpha_io, and this site has none.")
     if has_replay:
         order = scheduler_order(inputs)
         if inputs.replay_schedulers is not None:
@@ -386,7 +388,8 @@ def _per_job_parts(inputs: ReportInputs, order: list[str]) -> tuple[list[Figure]
                 note=f"longer, shorter: jobs whose runtime changes by more than {_percent(NOTABLE_CHANGE)}.",
             ),
         ]
-        figures += [_extremes_figure(extremes, scheduler, baseline) for scheduler in others]
+        drawn = [scheduler for scheduler in others if (extremes["scheduler"] == scheduler).any()]
+        figures += [_extremes_figure(extremes, scheduler, baseline) for scheduler in drawn]  # no change: no bars
         figures.append(_per_set_figure(per_set, order, baseline))
     return figures, tables, _replay_reading(inputs, jobs, changes, order, baseline)
 
@@ -431,6 +434,13 @@ def _changes(jobs: pl.DataFrame, baseline: str, sets: pl.DataFrame) -> pl.DataFr
             ),
         )
     )
+
+
+def _tunable(jobs: pl.DataFrame) -> bool:
+    """Whether ``iosets tune`` has a job to replay: one with a w_iter and an alpha_io."""
+    if "w_iter" not in jobs.columns or "alpha_io" not in jobs.columns:
+        return False
+    return jobs.filter(pl.col("w_iter").is_not_null() & pl.col("alpha_io").is_not_null()).height > 0
 
 
 def _extremes(changes: pl.DataFrame) -> pl.DataFrame:

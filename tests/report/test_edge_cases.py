@@ -48,22 +48,6 @@ BROKEN = {
 LEAD = "owned by another helper this session; for the lead after merging: "
 
 KNOWN: dict[tuple[str, str, str], str] = {
-    ("one-job", "recommendation", "sentences"): "'RBFQ weighs set 2 1 times set 2, and WFQ serves 1,048,576 against "
-    "1,048,576 bytes per round' (one set compared with itself)",
-    ("no-periodic", "recommendation", "sentences"): "'RBFQ weighs set 0 1 times set 0' (one set compared with itself)",
-    ("100k", "recommendation", "sentences"): "'set -1 gets priority 10 and set 6 1e-06: when both do I/O at once, "
-    "RBFQ weighs set -1 1e+07 times set 6'; table recommendation-sets: priority '1e-05', w_iter min (s) "
-    "'3.194e+04', RBFQ weight '1e+07'",
-    ("one-job", "scheduler", "sentences"): "'Under iosets-wfq, mean stretch 1 against 1 under fcfs; of 1 jobs, 0 run "
-    "more than 10% longer'; table scheduler-compare: throughput '8.007e+08'",
-    ("no-periodic", "scheduler", "sentences"): "table scheduler-compare: throughput '6.739e+08'",
-    ("one-set", "scheduler", "sentences"): "table scheduler-compare: throughput '6.839e+08'",
-    ("100k", "scheduler", "sentences"): "table scheduler-compare: throughput '4.251e+10', window_start "
-    "'1.70407e+09' (an epoch float)",
-    ("one-job", "scheduler", "plots"): "figures scheduler-extremes-wfq and scheduler-extremes-iosets-wfq have no "
-    "finite point (one job: no extremes to draw)",
-    ("no-periodic", "scheduler", "advice"): "'No tuning given: `iosets tune JOBS -o ranking.parquet` ranks the "
-    "candidate mappings.' while `iosets tune` answers 'no job with a w_iter and an alpha_io to replay'",
     ("one-job", "timelines", "sentences"): "'The trace replay under iosets-wfq (also replayed: fcfs, wfq): 1 jobs, "
     "98 I/O phases'; table timelines-sets: bytes '3.20496e+12'",
     ("no-periodic", "timelines", "sentences"): "table timelines-sets: bytes '2.51081e+11'",
@@ -72,7 +56,6 @@ KNOWN: dict[tuple[str, str, str], str] = {
     "table timelines-sets: bytes '6.6662e+09'",
     ("one-job", "requests", "sentences"): "'A request replay under fcfs: 200 requests in 1 classes.'; table "
     "requests-classes: throughput '5.22e+08', bytes '1.31072e+07'",
-    ("100k", "jobs", "sentences"): "table jobs-table: priority '1e-06'",
 }
 """(case, section, check) -> the failure, in sections other helpers own this session."""
 

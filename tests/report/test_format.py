@@ -33,7 +33,7 @@ def test_format_bytes(value, text):
         (90, "1.50 min"),
         (7200, "2.00 h"),
         (86400 * 1.5, "1.50 d"),
-        (2.29e3 * 86400, "2.29e+03 d"),
+        (2.29e3 * 86400, "2,290 d"),
         (None, "-"),
         (math.nan, "-"),
     ],
@@ -76,4 +76,5 @@ def test_a_cell_is_shown_by_its_kind_and_null_is_empty():
     assert format_value(None, "bytes") == ""
     assert format_value(8.64647e10) == "86,464,700,000"
     assert format_value(True) == "true"
-    assert set(KINDS) == {"bytes", "rate", "seconds", "date", "number", "ratio", "share", "change", "count"}
+    assert format_value(1e-99, "priority") == "10\u207b\u2079\u2079"
+    assert set(KINDS) == {"bytes", "rate", "seconds", "date", "number", "ratio", "priority", "share", "change", "count"}

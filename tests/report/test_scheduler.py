@@ -288,9 +288,11 @@ def test_tuning_alone_says_what_the_replay_needs():
 
 
 def test_replay_alone_says_what_the_tuning_needs():
-    section = scheduler_section(full_inputs(tune=None))
+    periodic = JOBS.validate(pl.DataFrame({"job_id": JOB_IDS, "w_iter": [5.0, 50.0, 60.0], "alpha_io": [0.1] * 3}))
+    section = scheduler_section(full_inputs(tune=None, jobs=periodic))
     assert section.missing is None
     assert "No tuning given: `iosets tune JOBS -o ranking.parquet`" in section.reading
+    assert "iosets tune" not in scheduler_section(full_inputs(tune=None)).reading  # no periodic job: tune fails
     assert "scheduler-compare" in [t.id for t in section.tables]
 
 
