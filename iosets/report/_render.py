@@ -327,7 +327,6 @@ def _date(seconds: float) -> str:
     return f"{date} UTC" if date else format_date(seconds)
 
 
-
 def _input_list(inputs: ReportInputs) -> tuple[list[tuple[str, str]], list[str]]:
     """``(label, file)`` of each input read from a file, and the labels of those given as frames."""
     given = [(name, label) for name, label in INPUT_LABELS.items() if getattr(inputs, name) is not None]

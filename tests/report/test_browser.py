@@ -1,7 +1,11 @@
 """The report of a generated site, with every input, opened in a real headless Chromium.
 
 Checked in the page: no console error and no request but the file itself, every section present,
-every figure drawn with data, no blank section, and the per-job table sorts and filters.
+every figure drawn with data, no blank section, and the per-job table sorts and filters. With every request
+but the file's blocked and every new window recorded: every mode bar button of every figure clicked opens no
+window and asks for nothing (the camera saves a PNG); the keyboard reaches the jobs table's filter from the top
+in at most 10 stops; tables have captions and figures labels; at 400 px nothing but a table's scrolling box is
+wider than the screen.
 """
 
 from __future__ import annotations
@@ -37,10 +41,112 @@ def opened(harness, chromium, site_inputs, sections, tmp_path_factory):
     report.close()
 
 
+MAX_TAB_STOPS = 10
+"""Keyboard stops from the top of the page to the jobs table's filter (issue 24)."""
+NARROW = 400
+"""A phone's width (px)."""
+
+
 def test_the_page_logs_no_error_and_requests_nothing_but_itself(opened):
     assert opened.console_errors == []
     assert opened.requests == [opened.path.resolve().as_uri()]
     assert opened.foreign_requests == []
+    assert opened.popups == []
+
+
+def test_every_toolbar_button_of_every_figure_stays_inside_the_page(opened, sections):
+    figures = [figure.id for section in sections for figure in section.figures]
+    toolbars = opened.toolbar_buttons()
+    assert sorted(plot["id"] for plot in toolbars) == sorted(figures)
+    saved = []
+    for plot in toolbars:
+        titles = [button["title"] for button in plot["buttons"]]
+        assert "Download plot as a PNG" in titles and "Reset axes" in titles, (plot["id"], titles)
+        assert not {"Share chart...", "Box Select", "Lasso Select"} & set(titles), (plot["id"], titles)
+        for index in range(len(titles)):
+            saved.append(opened.click_toolbar(plot["id"], index))
+    assert [name for name in saved if name is not None] == [f"{plot['id']}.png" for plot in toolbars]
+    assert opened.popups == []
+    assert opened.foreign_requests == []
+    assert opened.console_errors == []
+    after = opened.toolbar_buttons()  # zooms and resets redrew the plots: the buttons are still out of the Tab order
+    assert {button["tabindex"] for plot in after for button in plot["buttons"]} == {"-1"}
+
+
+def test_the_page_opens_no_window_and_follows_no_link_out(opened):
+    assert opened.page.evaluate("() => window.open('about:blank', '_blank')") is None
+    opened.page.evaluate(
+        "() => { const a = document.createElement('a'); a.id = 'out-probe'; a.href = 'https://example.com/';"
+        " a.target = '_blank'; a.textContent = 'out'; document.body.prepend(a); }"
+    )
+    try:
+        opened.page.locator("#out-probe").click()
+        opened.page.locator("#out-probe").click(button="middle")
+    finally:
+        opened.page.evaluate("() => document.getElementById('out-probe').remove()")
+    assert opened.popups == [] and opened.foreign_requests == []
+    assert opened.page.url == opened.path.resolve().as_uri()
+
+
+def test_the_harness_sees_a_window_and_a_request_when_a_page_makes_them(harness, chromium, tmp_path):
+    page = tmp_path / "leaky.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><button id='b' onclick=\"window.open('about:blank')\">open</button>"
+        "<img src='http://example.invalid/x.png'>"
+        "<script>document.documentElement.setAttribute('data-plots-drawn', '0')</script></body></html>",
+        encoding="utf-8",
+    )
+    leaky = harness.OpenedReport.open(chromium, page, expected_plots=0)
+    try:
+        with leaky.page.expect_popup():
+            leaky.page.locator("#b").click()
+        assert len(leaky.popups) == 1
+        assert leaky.foreign_requests == ["http://example.invalid/x.png"]
+    finally:
+        leaky.close()
+
+
+def test_the_keyboard_reaches_the_jobs_filter_from_the_top_in_few_stops(opened):
+    stops = opened.keyboard_path("#jobs-table-filter")
+    assert stops[0].startswith("a ") and "jobs table" in stops[0]  # the skip link is the first stop
+    assert stops[-1].startswith("Enter: input#jobs-table-filter")
+    assert len(stops) <= MAX_TAB_STOPS, stops
+
+
+def test_tables_have_captions_and_figures_labels(opened, sections):
+    captions = opened.page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('table')].map(t => [t.id, t.caption?.textContent]))"
+    )
+    assert captions == {table.id: table.title for section in sections for table in section.tables}
+    labels = opened.page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('div.plot')]"
+        ".map(d => [d.id, [d.getAttribute('role'), d.getAttribute('aria-label')]]))"
+    )
+    assert labels == {figure.id: ["img", figure.title] for section in sections for figure in section.figures}
+
+
+def test_wide_tables_scroll_inside_their_box_to_their_last_column(opened):
+    boxes = opened.scroll_boxes()
+    assert boxes and all(box["overflow"] == "auto" and box["reached"] for box in boxes), boxes
+    assert opened.overflowing()["wide"] == []
+
+
+def test_at_400_px_nothing_is_wider_than_the_screen(harness, chromium, site_inputs, sections, tmp_path):
+    path = tmp_path / "report.html"
+    build_report(**site_inputs, output=path)
+    narrow = harness.OpenedReport.open(chromium, path, width=NARROW)
+    try:
+        layout = narrow.overflowing()
+        assert layout["width"] == NARROW and layout["scrollWidth"] == NARROW, layout
+        assert layout["wide"] == []
+        assert narrow.console_errors == [] and narrow.foreign_requests == []
+        grids = narrow.page.evaluate(
+            "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => Object.keys(p._fullLayout)"
+            ".filter(k => /^xaxis\\d*$/.test(k)).map(k => p._fullLayout[k].domain[1] - p._fullLayout[k].domain[0]))"
+        )
+        assert all(width > 0.5 for widths in grids for width in widths), grids  # grids stacked: one column
+    finally:
+        narrow.close()
 
 
 def test_every_section_is_present_and_filled(opened, sections):
