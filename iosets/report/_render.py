@@ -339,7 +339,7 @@ def _check_ids(sections: Sequence[Section]) -> None:
     seen: set[str] = set()
     for section in sections:
         ids = [section.id, *(f.id for f in section.figures), *(t.id for t in section.tables)]
-        ids += [f"{f.id}-json" for f in section.figures]
+        ids += [f"{f.id}-json" for f in section.figures] + [f"{t.id}-filter" for t in section.tables if t.interactive]
         for name in ids:
             if name in seen:
                 raise ValueError(f"section {section.id!r}: id {name!r} is used twice in the report")

@@ -31,6 +31,10 @@ MISSING_CHROMIUM = (
     "chromium not on PATH: apt-get install chromium (Debian's browser; Playwright's download is not used)"
 )
 
+SERVED_URL = "http://report.test/report.html"
+"""Where :meth:`OpenedReport.open` serves a report with a Content-Security-Policy header (the browser's requests for
+it are answered by the test, none reaches a network)."""
+
 FIGURE_SELECTOR = "div.plot[data-figure]"
 """The report's figure containers (``iosets/report/templates/report.html.j2``)."""
 
@@ -163,6 +167,8 @@ class OpenedReport:
         The page.
     path : Path
         The report file.
+    url : str
+        Where the page was opened: the file's ``file://`` URL, or :data:`SERVED_URL` when served.
     console_errors : list of str
         Console messages of type ``error`` and uncaught page errors.
     requests : list of str
@@ -175,6 +181,7 @@ class OpenedReport:
 
     page: Any
     path: Path
+    url: str
     console_errors: list[str] = field(default_factory=list)
     requests: list[str] = field(default_factory=list)
     popups: list[str] = field(default_factory=list)
@@ -182,16 +189,27 @@ class OpenedReport:
 
     @classmethod
     def open(
-        cls, browser: Any, path: Path, *, expected_plots: int | None = None, width: int = 1400, timeout: float = 60.0
+        cls,
+        browser: Any,
+        path: Path,
+        *,
+        expected_plots: int | None = None,
+        width: int = 1400,
+        timeout: float = 60.0,
+        served_csp: str | None = None,
+        init_script: str | None = None,
     ):
         """Open ``path`` in a new context's page ``width`` px wide; wait until the page marks its plots drawn.
 
+        ``served_csp``: serve the file at :data:`SERVED_URL` with this Content-Security-Policy header (as the
+        service does) instead of opening it as a file. ``init_script`` runs in the page before its own scripts.
         Raises RuntimeError when the page marks a plot failed, or draws another number than ``expected_plots``.
         """
         context = browser.new_context(viewport={"width": width, "height": 900}, accept_downloads=True)
         page = context.new_page()
-        opened = cls(page=page, path=Path(path))
-        own = opened.path.resolve().as_uri()
+        path = Path(path)
+        own = path.resolve().as_uri() if served_csp is None else SERVED_URL
+        opened = cls(page=page, path=path, url=own)
         page.on("console", lambda message: message.type == "error" and opened.console_errors.append(message.text))
         page.on("pageerror", lambda error: opened.console_errors.append(f"page error: {error}"))
         page.on("request", lambda request: opened.requests.append(request.url))
@@ -204,7 +222,20 @@ class OpenedReport:
 
         page.on("popup", record_window)
         context.on("page", record_window)
-        context.route("**/*", lambda route: route.continue_() if route.request.url == own else route.abort())
+
+        def answer(route: Any) -> None:
+            if route.request.url != own:
+                route.abort()
+            elif served_csp is None:
+                route.continue_()
+            else:
+                body = path.read_bytes()
+                headers = {"Content-Type": "text/html; charset=utf-8", "Content-Security-Policy": served_csp}
+                route.fulfill(status=200, headers=headers, body=body)
+
+        context.route("**/*", answer)
+        if init_script is not None:
+            page.add_init_script(init_script)
         start = time.perf_counter()
         page.goto(own, timeout=timeout * 1000)
         page.wait_for_function(PLOTS_READY, timeout=timeout * 1000, polling=50)
@@ -217,9 +248,8 @@ class OpenedReport:
 
     @property
     def foreign_requests(self) -> list[str]:
-        """Requests for anything other than the report file itself."""
-        own = self.path.resolve().as_uri()
-        return [url for url in self.requests if url != own]
+        """Requests for anything other than the report itself."""
+        return [url for url in self.requests if url != self.url]
 
     def plots(self) -> list[dict[str, Any]]:
         """Each plot's id, traces (``type``, ``visible``, ``points``), drawn SVG ``marks`` and painted ``canvases``."""

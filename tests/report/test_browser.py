@@ -15,7 +15,7 @@ import io
 import polars as pl
 import pytest
 
-from iosets.report import build_report, build_sections, read_inputs
+from iosets.report import SERVED_CSP, build_report, build_sections, read_inputs
 
 pytestmark = pytest.mark.slow  # 10-25 s (replays, build, browser); keeps Chromium out of `make test-asan` too
 
@@ -106,6 +106,27 @@ def test_the_harness_sees_a_window_and_a_request_when_a_page_makes_them(harness,
         leaky.close()
 
 
+def test_served_with_the_services_policy_the_page_draws_saves_and_opens_no_window(harness, chromium, opened):
+    served = harness.OpenedReport.open(
+        chromium,
+        opened.path,
+        served_csp=SERVED_CSP,
+        init_script="window.browserOpen = window.open;",  # the browser's own, before the page refuses it
+    )
+    try:
+        assert served.console_errors == [] and served.foreign_requests == []
+        assert served.page.evaluate("() => self.origin") == "null"  # sandboxed: an opaque origin
+        first = served.toolbar_buttons()[0]
+        camera = [button["title"] for button in first["buttons"]].index("Download plot as a PNG")
+        assert served.click_toolbar(first["id"], camera) == f"{first['id']}.png"
+        assert served.console_errors == []
+        assert served.page.evaluate("() => window.browserOpen('about:blank')") is None  # the sandbox refuses it
+        assert served.popups == []
+        assert len(served.console_errors) == 1 and "sandboxed" in served.console_errors[0]  # the browser says why
+    finally:
+        served.close()
+
+
 def test_the_keyboard_reaches_the_jobs_filter_from_the_top_in_few_stops(opened):
     stops = opened.keyboard_path("#jobs-table-filter")
     assert stops[0].startswith("a ") and "jobs table" in stops[0]  # the skip link is the first stop
@@ -131,6 +152,27 @@ def test_wide_tables_scroll_inside_their_box_to_their_last_column(opened):
     assert opened.overflowing()["wide"] == []
 
 
+NARROWEST_CELL = """() => Math.min(...[...document.querySelectorAll('.js-plotly-plot')].flatMap(plot =>
+    Object.keys(plot._fullLayout).filter(key => /^xaxis\\d*$/.test(key))
+        .map(key => plot._fullLayout[key].domain[1] - plot._fullLayout[key].domain[0])))"""
+"""The narrowest x axis of the page's plots, as a fraction of its plot's width."""
+
+
+def test_a_grid_of_subplots_is_stacked_on_a_narrow_window_and_back_on_a_wide_one(opened):
+    wide = opened.page.viewport_size
+    assert opened.page.evaluate(NARROWEST_CELL) < 0.5  # the scheduler's metrics: a grid of 3 columns
+    try:
+        opened.page.set_viewport_size({"width": NARROW, "height": wide["height"]})
+        opened.page.wait_for_function(f"() => ({NARROWEST_CELL})() > 0.5", timeout=60_000, polling=100)
+        assert opened.overflowing()["wide"] == []
+    finally:
+        opened.page.set_viewport_size(wide)
+    opened.page.wait_for_function(f"() => ({NARROWEST_CELL})() < 0.5", timeout=60_000, polling=100)
+    buttons = opened.toolbar_buttons()  # redrawn twice: still out of the Tab order
+    assert {button["tabindex"] for plot in buttons for button in plot["buttons"]} == {"-1"}
+    assert opened.console_errors == []
+
+
 def test_at_400_px_nothing_is_wider_than_the_screen(harness, chromium, site_inputs, sections, tmp_path):
     path = tmp_path / "report.html"
     build_report(**site_inputs, output=path)
@@ -140,11 +182,7 @@ def test_at_400_px_nothing_is_wider_than_the_screen(harness, chromium, site_inpu
         assert layout["width"] == NARROW and layout["scrollWidth"] == NARROW, layout
         assert layout["wide"] == []
         assert narrow.console_errors == [] and narrow.foreign_requests == []
-        grids = narrow.page.evaluate(
-            "() => [...document.querySelectorAll('.js-plotly-plot')].map(p => Object.keys(p._fullLayout)"
-            ".filter(k => /^xaxis\\d*$/.test(k)).map(k => p._fullLayout[k].domain[1] - p._fullLayout[k].domain[0]))"
-        )
-        assert all(width > 0.5 for widths in grids for width in widths), grids  # grids stacked: one column
+        assert narrow.page.evaluate(NARROWEST_CELL) > 0.5  # grids of subplots drawn one cell under the other
     finally:
         narrow.close()
 

@@ -266,6 +266,10 @@ def test_ids_used_twice_and_map_traces_are_refused():
     geo = Section("geo", "Geo", "", figures=(Figure("map", "Map", [{"type": "scattergeo", "lat": [0], "lon": [0]}]),))
     with pytest.raises(ValueError, match="figure 'map': scattergeo traces fetch map data from the net"):
         render_report(inputs, [geo])
+    rows = Table(id="t", title="T", frame=pl.DataFrame({"n": [1]}), interactive=True)
+    clash = Section("s", "S", "", figures=(Figure("t-filter", "Clash", [{"type": "bar", "y": [1]}]),), tables=(rows,))
+    with pytest.raises(ValueError, match="id 't-filter' is used twice"):
+        render_report(inputs, [clash])
 
 
 def test_a_large_site_keeps_the_jobs_that_moved_the_most_bytes():
