@@ -23,12 +23,12 @@ from ._format import EPOCH_FLOOR, counted, epoch_date, format_count, format_date
 from ._plots import epoch_dated
 
 CSP = (
-    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'"
 )
 """The page's Content-Security-Policy (a ``<meta>`` of the page): inline scripts and styles only, images from data:
-and blob: (the PNG a plot's camera button makes); no request, no frame, no worker, no form. ``unsafe-eval`` is
-for plotly.js's WebGL traces (regl compiles its shaders with ``new Function``)."""
+and blob: (the PNG a plot's camera button makes); no request, no frame, no worker, no form, no ``eval`` (the
+SVG traces of plotly.js need none; :data:`WEBGL_TRACES` are refused)."""
 
 SERVED_CSP = CSP + "; sandbox allow-scripts allow-downloads"
 """:data:`CSP` as the service sends it (an HTTP header): ``sandbox`` without ``allow-popups``,
@@ -63,6 +63,13 @@ FETCHING_TRACES = frozenset(
     + ("scattermapbox", "choroplethmapbox", "densitymapbox")
 )
 """Trace types plotly.js draws from map tiles or topojson downloaded from the net: never in a report."""
+
+WEBGL_TRACES = frozenset(
+    ("scattergl", "scatterpolargl", "splom", "parcoords", "scatter3d", "surface", "mesh3d")
+    + ("cone", "streamtube", "isosurface", "volume")
+)
+"""Trace types plotly.js draws with WebGL: regl may compile their drawing code at run time (``Function``), which
+:data:`CSP` forbids, and a browser without a GPU draws nothing. Never in a report: bin or sample instead."""
 
 INPUT_LABELS = {
     "jobs": "jobs",
@@ -335,7 +342,7 @@ def _input_list(inputs: ReportInputs) -> tuple[list[tuple[str, str]], list[str]]
 
 
 def _check_ids(sections: Sequence[Section]) -> None:
-    """Raise ValueError on an id used twice in the page or a trace that would fetch map data."""
+    """Raise ValueError on an id used twice in the page, a trace that would fetch map data or one drawn with WebGL."""
     seen: set[str] = set()
     for section in sections:
         ids = [section.id, *(f.id for f in section.figures), *(t.id for t in section.tables)]
@@ -345,6 +352,13 @@ def _check_ids(sections: Sequence[Section]) -> None:
                 raise ValueError(f"section {section.id!r}: id {name!r} is used twice in the report")
             seen.add(name)
         for figure in section.figures:
-            kinds = {trace.get("type", "scatter") for trace in figure.data} & FETCHING_TRACES
-            if kinds:
-                raise ValueError(f"figure {figure.id!r}: {', '.join(sorted(kinds))} traces fetch map data from the net")
+            types = {trace.get("type", "scatter") for trace in figure.data}
+            if types & FETCHING_TRACES:
+                kinds = ", ".join(sorted(types & FETCHING_TRACES))
+                raise ValueError(f"figure {figure.id!r}: {kinds} traces fetch map data from the net")
+            if types & WEBGL_TRACES:
+                kinds = ", ".join(sorted(types & WEBGL_TRACES))
+                raise ValueError(
+                    f"figure {figure.id!r}: {kinds} traces draw with WebGL, which the page's CSP (no eval) and a "
+                    "browser without a GPU do not draw; bin or sample the points into SVG traces"
+                )

@@ -153,6 +153,7 @@ def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
     links = read_page(page).links
     assert links and all(value.startswith("#") for _, _, value in links)  # the contents' anchors only
     assert 'http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;;' in page
+    assert "unsafe-eval" not in CSP and "script-src 'unsafe-inline';" in CSP
 
 
 def test_the_header_names_the_span_the_inputs_and_the_version(tmp_path):
@@ -258,7 +259,7 @@ def test_a_figure_reads_back_as_its_data_and_no_text_closes_its_script():
     assert "Reads <code>iosets report</code>." in page
 
 
-def test_ids_used_twice_and_map_traces_are_refused():
+def test_ids_used_twice_map_traces_and_webgl_traces_are_refused():
     inputs = read_inputs(JOBS)
     section = stand_in(inputs)
     with pytest.raises(ValueError, match="id 'stand-in' is used twice"):
@@ -266,6 +267,9 @@ def test_ids_used_twice_and_map_traces_are_refused():
     geo = Section("geo", "Geo", "", figures=(Figure("map", "Map", [{"type": "scattergeo", "lat": [0], "lon": [0]}]),))
     with pytest.raises(ValueError, match="figure 'map': scattergeo traces fetch map data from the net"):
         render_report(inputs, [geo])
+    gl = Section("gl", "GL", "", figures=(Figure("many", "Many", [{"type": "scattergl", "x": [0], "y": [0]}]),))
+    with pytest.raises(ValueError, match="figure 'many': scattergl traces draw with WebGL"):
+        render_report(inputs, [gl])
     rows = Table(id="t", title="T", frame=pl.DataFrame({"n": [1]}), interactive=True)
     clash = Section("s", "S", "", figures=(Figure("t-filter", "Clash", [{"type": "bar", "y": [1]}]),), tables=(rows,))
     with pytest.raises(ValueError, match="id 't-filter' is used twice"):
