@@ -95,7 +95,9 @@ NUMBER_CLASS = ' class="num"'
 
 SCRIPTS = ("report.js",)
 """The page's own scripts (files of ``templates/``), inlined in this order after plotly.js. ``report.js`` draws
-the figures, marks the page ``data-plots-drawn`` once every plot is drawn, and runs the interactive tables."""
+the figures, marks the page ``data-plots-drawn`` (and fires ``iosets:plots-drawn``) once every plot is drawn, runs
+the interactive tables, and offers ``window.iosetsReport.drawFigure(div, {data, layout})``: a script added after it
+draws its figures through that, with the page's mode bar, Tab order and narrow-screen layout."""
 
 SKIP_TABLE = "jobs-table"
 """The table the page's skip link leads to (its filter box), when the page has it."""

@@ -73,6 +73,21 @@ def test_every_toolbar_button_of_every_figure_stays_inside_the_page(opened, sect
     assert {button["tabindex"] for plot in after for button in plot["buttons"]} == {"-1"}
 
 
+def test_a_figure_drawn_later_by_another_script_gets_the_same_mode_bar(opened):
+    buttons = opened.page.evaluate(
+        """async () => {
+            const div = document.createElement('div');
+            div.id = 'later-probe';
+            document.querySelector('main').append(div);
+            await window.iosetsReport.drawFigure(div, {data: [{type: 'bar', x: ['a', 'b'], y: [1, 2]}], layout: {}});
+            return [...div.querySelectorAll('.modebar-btn')].map(b => [b.getAttribute('data-title'), b.tabIndex]);
+        }"""
+    )
+    opened.page.evaluate("() => document.getElementById('later-probe').remove()")
+    assert buttons and all(tabindex == -1 for _, tabindex in buttons)
+    assert "Share chart..." not in [title for title, _ in buttons] and ["Download plot as a PNG", -1] in buttons
+
+
 def test_the_page_opens_no_window_and_follows_no_link_out(opened):
     assert opened.page.evaluate("() => window.open('about:blank', '_blank')") is None
     opened.page.evaluate(

@@ -126,8 +126,9 @@
     return columns < grid.columns ? regrid(layout, columns) : layout;
   }
 
-  function draw(div) {
-    var figure = JSON.parse(document.getElementById(div.dataset.figure).textContent);
+  // Draw ``figure`` ({data, layout}) into ``div`` with the page's config: what every figure of the page goes through,
+  // and what another script of the page (templates/job_detail.js) calls as iosetsReport.drawFigure.
+  function drawFigure(div, figure) {
     var config = Object.assign({}, options.config, {toImageButtonOptions: {format: "png", filename: div.id}});
     var grid = {div: div, figure: figure, columns: columnsOf(figure)};
     var layout = Object.assign({}, options.layout, figure.layout);
@@ -140,6 +141,10 @@
       untab(div);
       div.on("plotly_afterplot", function () { untab(div); });  // redraws (zoom, resize) may remake the mode bar
     });
+  }
+
+  function draw(div) {
+    return drawFigure(div, JSON.parse(document.getElementById(div.dataset.figure).textContent));
   }
 
   function regridOnResize() {
@@ -256,6 +261,7 @@
     this.show();
   };
 
+  window.iosetsReport = {options: options, drawFigure: drawFigure};
   skipLink();
   document.querySelectorAll("table.sortable").forEach(function (table) { new InteractiveTable(table); });
   drawFigures();
