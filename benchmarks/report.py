@@ -3,8 +3,10 @@
 A generated 100 000-job site with a trace replay under three schedulers (``make_large_site``: jobs,
 recommendation, the replay's four tables, a tuning ranking) is written as Parquet files, then, in
 interleaved runs: ``iosets report`` builds the page in a fresh process (wall time, imports included),
-and headless Chromium opens it in a new page with its own browser context (navigation to every plot
-drawn: ``tests/report/browser.py``). Targets (issue 14): build < 10 s, file < 20 MB, load < 5 s.
+and headless Chromium opens it in a new page with its own browser context (from the navigation to the page's
+``data-plots-drawn`` mark, set by its script once every ``Plotly.newPlot`` has resolved: ``tests/report/browser.py``).
+Targets (issues 14 and 24): build <= 10 s, file <= 20 MB, load to every plot drawn <= 5 s; each measure is printed
+with its ratio to its target (<= 1: met).
 Last, where the time goes: each step of the build in this process (reading, each section, rendering),
 the bytes of each section in the page, and in Chromium the load time of plotly.js alone and of the
 page without drawing its figures, and the time to draw each figure again.
@@ -24,8 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from iosets._io import companion_path
 from iosets.datasets import make_large_site
+from iosets.replay import SchedulerComparison
 
 TARGETS = {"build": 10.0, "size": 20.0, "load": 5.0}
 """Seconds, MB (1e6 bytes), seconds."""
@@ -68,8 +70,9 @@ def write_site(n_jobs: int, folder: Path) -> dict[str, Path]:
     site.recommendation.write_parquet(paths["rec"])
     site.tune.write_parquet(paths["tune"])
     site.replay_jobs.write_parquet(paths["replay"])
-    for name in ("phases", "schedulers", "shares"):
-        getattr(site, f"replay_{name}").write_parquet(companion_path(paths["replay"], name))
+    for name, path in SchedulerComparison.paths(paths["replay"]).items():
+        if name != "jobs":
+            getattr(site, f"replay_{name}").write_parquet(path)
     written = time.perf_counter() - start - generated
     print(
         f"site: {n_jobs:,} jobs, {site.replay_phases.height:,} replayed phases "
@@ -158,6 +161,11 @@ def page_costs(harness, browser, output: Path, n_figures: int) -> tuple[dict[str
     return costs, redraws
 
 
+def ratio(measured: float, target: float) -> str:
+    """``measured / target`` (<= 1: the target is met)."""
+    return f"{measured / target:.2f}x"
+
+
 def spread(values: list[float], unit: str) -> str:
     """``min-max unit (median m)``."""
     return f"{min(values):.2f}-{max(values):.2f} {unit} (median {statistics.median(values):.2f})"
@@ -191,14 +199,14 @@ def main() -> None:
         size = output.stat().st_size / 1e6
         sizes = section_sizes(output.read_text(encoding="utf-8"))
 
-    print(f"\n{'what':<28} {'measured':<40} target")
-    for name, measured, target in (
-        ("build (iosets report)", spread(builds, "s"), f"< {TARGETS['build']:g} s"),
-        ("file size", f"{size:.2f} MB", f"< {TARGETS['size']:g} MB"),
-        ("load in Chromium", spread(loads, "s"), f"< {TARGETS['load']:g} s"),
+    print(f"\n{'what':<30} {'measured':<36} {'target':<10} worst / target")
+    for name, measured, worst, key, unit in (
+        ("build (iosets report)", spread(builds, "s"), max(builds), "build", "s"),
+        ("file size", f"{size:.2f} MB", size, "size", "MB"),
+        ("load to every plot drawn", spread(loads, "s"), max(loads), "load", "s"),
     ):
-        print(f"{name:<28} {measured:<40} {target}")
-    met = max(builds) < TARGETS["build"] and size < TARGETS["size"] and max(loads) < TARGETS["load"]
+        print(f"{name:<30} {measured:<36} {f'<= {TARGETS[key]:g} {unit}':<10} {ratio(worst, TARGETS[key])}")
+    met = max(builds) <= TARGETS["build"] and size <= TARGETS["size"] and max(loads) <= TARGETS["load"]
     print("every target met" if met else "a target is missed: see where the time goes below")
 
     print("\nbuild steps in one process:")

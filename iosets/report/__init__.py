@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._build import Report, build_report, build_sections, default_builders
     from ._document import Figure, ReportInputs, Section, Table
     from ._inputs import read_inputs
-    from ._render import CSP, render_report
+    from ._render import CSP, SERVED_CSP, render_report
 
 _EXPORTS = {
     "Report": "._build",
@@ -26,6 +26,7 @@ _EXPORTS = {
     "Table": "._document",
     "read_inputs": "._inputs",
     "CSP": "._render",
+    "SERVED_CSP": "._render",
     "render_report": "._render",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,8 +2,9 @@
 
 Each figure's Plotly JSON sits in a ``<script type="application/json">`` with ``<``, ``>`` and ``&``
 written as ``\\u003c``, ``\\u003e`` and ``\\u0026``, so that no text of an input closes the script; the
-page's own script draws it with ``Plotly.newPlot``. A Content-Security-Policy forbids the page to load
-anything: whatever plotly.js holds, the page asks no server for anything.
+page's own scripts (:data:`SCRIPTS`) draw it with ``Plotly.newPlot``. A Content-Security-Policy forbids the
+page to load anything, and the mode bar keeps only buttons that stay inside the page (:data:`PLOT_OPTIONS`):
+whatever plotly.js holds, the page asks no server for anything and opens no window.
 """
 
 from __future__ import annotations
@@ -18,17 +19,38 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ._document import Figure, ReportInputs, Section, Table
-from ._format import EPOCH_FLOOR, epoch_date, format_date, format_value
+from ._format import EPOCH_FLOOR, counted, epoch_date, format_count, format_date, format_seconds, format_value
 from ._plots import epoch_dated
 
 CSP = (
-    "default-src 'none'; script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; "
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:; base-uri 'none'; form-action 'none'"
 )
-"""The page's Content-Security-Policy: inline scripts and styles only, images from data: (Plotly's snapshot)."""
+"""The page's Content-Security-Policy (a ``<meta>`` of the page): inline scripts and styles only, images from data:
+and blob: (the PNG a plot's camera button makes); no request, no frame, no worker, no form, no ``eval`` (the
+SVG traces of plotly.js need none; :data:`WEBGL_TRACES` are refused)."""
+
+SERVED_CSP = CSP + "; sandbox allow-scripts allow-downloads"
+""":data:`CSP` as the service sends it (an HTTP header): ``sandbox`` without ``allow-popups``,
+``allow-top-navigation`` or ``allow-same-origin`` also forbids new windows and leaving the page. Browsers ignore
+``sandbox`` in a ``<meta>`` (and say so in the console), so the file's own policy cannot carry it: there the page's
+script refuses ``window.open`` and links out of the page (``templates/report.js``)."""
+
+MODE_BAR_REMOVED = ("sendChartToCloud", "select2d", "lasso2d")
+"""Mode bar buttons no report shows: *Share chart* uploads the plot to Plotly Cloud in a new window (plotly.js 4
+shows it unless told not to; its older ``showLink`` and ``showEditInChartStudio`` are gone from plotly.js 4, which
+has no other button that leaves the page); the selection tools select points that nothing in the page reads. The camera
+(``toImage``: the plot drawn on a canvas, saved as a PNG from a ``blob:`` URL), zoom, pan, autoscale and reset
+stay inside the page."""
 
 PLOT_OPTIONS = {
-    "config": {"responsive": True, "displaylogo": False, "typesetMath": False},
+    "config": {
+        "responsive": True,
+        "displaylogo": False,
+        "showSendToCloud": False,
+        "modeBarButtonsToRemove": list(MODE_BAR_REMOVED),
+        "typesetMath": False,
+    },
     "layout": {
         "font": {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, Arial, sans-serif", "size": 12},
         "margin": {"l": 64, "r": 24, "t": 40, "b": 56},
@@ -41,6 +63,13 @@ FETCHING_TRACES = frozenset(
     + ("scattermapbox", "choroplethmapbox", "densitymapbox")
 )
 """Trace types plotly.js draws from map tiles or topojson downloaded from the net: never in a report."""
+
+WEBGL_TRACES = frozenset(
+    ("scattergl", "scatterpolargl", "splom", "parcoords", "scatter3d", "surface", "mesh3d")
+    + ("cone", "streamtube", "isosurface", "volume")
+)
+"""Trace types plotly.js draws with WebGL: regl may compile their drawing code at run time (``Function``), which
+:data:`CSP` forbids, and a browser without a GPU draws nothing. Never in a report: bin or sample instead."""
 
 INPUT_LABELS = {
     "jobs": "jobs",
@@ -63,6 +92,15 @@ rows takes the browser seconds). The page's script shows the next ones on demand
 
 NUMBER_CLASS = ' class="num"'
 """The class of a numeric cell (right-aligned, tabular digits)."""
+
+SCRIPTS = ("report.js",)
+"""The page's own scripts (files of ``templates/``), inlined in this order after plotly.js. ``report.js`` draws
+the figures, marks the page ``data-plots-drawn`` (and fires ``iosets:plots-drawn``) once every plot is drawn, runs
+the interactive tables, and offers ``window.iosetsReport.drawFigure(div, {data, layout})``: a script added after it
+draws its figures through that, with the page's mode bar, Tab order and narrow-screen layout."""
+
+SKIP_TABLE = "jobs-table"
+"""The table the page's skip link leads to (its filter box), when the page has it."""
 
 
 def render_report(inputs: ReportInputs, sections: Sequence[Section], *, made: datetime.datetime | None = None) -> str:
@@ -105,10 +143,11 @@ def render_report(inputs: ReportInputs, sections: Sequence[Section], *, made: da
         input_frames=frames,
         sections=sections,
         css=_asset("report.css"),
-        report_js=_asset("report.js"),
+        scripts=[_asset(name) for name in SCRIPTS],
         plotly_js=_plotly_js(),
         plot_options=_markup(script_json(PLOT_OPTIONS)),
         page_rows=PAGE_ROWS,
+        skip=skip_link(sections),
     )
 
 
@@ -126,6 +165,7 @@ def _environment():
         figure_json=lambda figure: _markup(figure_json(figure)),
         header=table_header,
         rows=lambda table: _markup("".join(table_rows(table))),
+        row_count=row_count,
     )
     return environment
 
@@ -197,11 +237,39 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def table_header(table: Table) -> list[dict[str, str]]:
-    """Each column's name and type (``number`` or ``text``: how the page sorts it)."""
+def table_header(table: Table) -> list[dict[str, Any]]:
+    """Each column's name, its name with a line break allowed after each ``_`` (``shown``: narrow columns for long
+    names such as ``stretch_iosets-wfq``) and type (``number`` or ``text``: how the page sorts it)."""
     return [
-        {"name": name, "type": "number" if dtype.is_numeric() else "text"} for name, dtype in table.frame.schema.items()
+        {
+            "name": name,
+            "shown": _markup(html.escape(name).replace("_", "_<wbr>")),
+            "type": "number" if dtype.is_numeric() else "text",
+        }
+        for name, dtype in table.frame.schema.items()
     ]
+
+
+def row_count(table: Table) -> str:
+    """``<shown> of <all> rows`` of an interactive table as the page first shows it (:data:`PAGE_ROWS` at most).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> row_count(Table("t", "T", pl.DataFrame({"n": range(1500)}), interactive=True))
+    '200 of 1,500 rows'
+    """
+    total = table.frame.height
+    return f"{format_count(min(total, PAGE_ROWS))} of {counted(total, 'row')}"
+
+
+def skip_link(sections: Sequence[Section]) -> dict[str, str]:
+    """The first link of the page: to the filter of the jobs table (:data:`SKIP_TABLE`) when the page shows it as
+    an interactive table, else to the sections (``main``). ``{"target": element id, "text": link text}``."""
+    for section in sections:
+        if section.missing is None and any(t.id == SKIP_TABLE and t.interactive for t in section.tables):
+            return {"target": f"{SKIP_TABLE}-filter", "text": "Skip to the jobs table's filter"}
+    return {"target": "main", "text": "Skip to the report's sections"}
 
 
 def table_rows(table: Table) -> Iterator[str]:
@@ -243,7 +311,7 @@ def site_span(inputs: ReportInputs) -> str:
     import polars as pl
 
     jobs = inputs.jobs
-    count = f"{jobs.height:,} job" + ("s" if jobs.height != 1 else "")
+    count = counted(jobs.height, "job")
     timed = jobs.filter(pl.col("start").is_not_null())
     if timed.height == 0:
         return f"{count}; the jobs table has no start dates"
@@ -251,14 +319,15 @@ def site_span(inputs: ReportInputs) -> str:
     dated = spanned.filter(pl.col("start") >= EPOCH_FLOOR)
     first = float(spanned["start"].min())  # type: ignore[arg-type]
     last = float(spanned.select(pl.max_horizontal("start", "end").max()).item())
-    span = f"{count}, {_date(first)} to {_date(last)} ({_duration(last - first)})"
+    span = f"{count}, {_date(first)} to {_date(last)} ({format_seconds(last - first)})"
     relative = timed.height - dated.height
     if dated.height and relative:
-        span += (
-            f"; {relative:,} "
-            + ("jobs dated from their trace's start are" if relative > 1 else "job dated from its trace's start is")
-            + " left out"
+        span += "; " + (
+            f"{counted(relative, 'job')} dated from their trace's start are"
+            if relative > 1
+            else "1 job dated from its trace's start is"
         )
+        span += " left out"
     return span
 
 
@@ -266,14 +335,6 @@ def _date(seconds: float) -> str:
     """A date since the epoch in UTC, or seconds since the trace's start for small values."""
     date = epoch_date(seconds)
     return f"{date} UTC" if date else format_date(seconds)
-
-
-def _duration(seconds: float) -> str:
-    """A duration in the largest unit that keeps it above 2."""
-    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("min", 60.0)):
-        if seconds >= 2 * size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def _input_list(inputs: ReportInputs) -> tuple[list[tuple[str, str]], list[str]]:
@@ -284,16 +345,23 @@ def _input_list(inputs: ReportInputs) -> tuple[list[tuple[str, str]], list[str]]
 
 
 def _check_ids(sections: Sequence[Section]) -> None:
-    """Raise ValueError on an id used twice in the page or a trace that would fetch map data."""
+    """Raise ValueError on an id used twice in the page, a trace that would fetch map data or one drawn with WebGL."""
     seen: set[str] = set()
     for section in sections:
         ids = [section.id, *(f.id for f in section.figures), *(t.id for t in section.tables)]
-        ids += [f"{f.id}-json" for f in section.figures]
+        ids += [f"{f.id}-json" for f in section.figures] + [f"{t.id}-filter" for t in section.tables if t.interactive]
         for name in ids:
             if name in seen:
                 raise ValueError(f"section {section.id!r}: id {name!r} is used twice in the report")
             seen.add(name)
         for figure in section.figures:
-            kinds = {trace.get("type", "scatter") for trace in figure.data} & FETCHING_TRACES
-            if kinds:
-                raise ValueError(f"figure {figure.id!r}: {', '.join(sorted(kinds))} traces fetch map data from the net")
+            types = {trace.get("type", "scatter") for trace in figure.data}
+            if types & FETCHING_TRACES:
+                kinds = ", ".join(sorted(types & FETCHING_TRACES))
+                raise ValueError(f"figure {figure.id!r}: {kinds} traces fetch map data from the net")
+            if types & WEBGL_TRACES:
+                kinds = ", ".join(sorted(types & WEBGL_TRACES))
+                raise ValueError(
+                    f"figure {figure.id!r}: {kinds} traces draw with WebGL, which the page's CSP (no eval) and a "
+                    "browser without a GPU do not draw; bin or sample the points into SVG traces"
+                )

@@ -3,10 +3,12 @@
 import datetime
 import math
 import os
+import re
 
 import numpy as np
 import polars as pl
 import pytest
+from markupsafe import escape
 from plotly.offline import get_plotlyjs
 from reading import read_page
 
@@ -15,7 +17,7 @@ from iosets import __version__
 from iosets.errors import InputError
 from iosets.report import Figure, Section, Table, build_report, build_sections, read_inputs, render_report
 from iosets.report._jobs_table import MAX_ROWS, jobs_table_section
-from iosets.report._render import PAGE_ROWS, site_span
+from iosets.report._render import CSP, PAGE_ROWS, PLOT_OPTIONS, SCRIPTS, SERVED_CSP, site_span
 
 HOSTILE = "<script>alert('x')</script>&amp;"
 JOBS = pl.DataFrame(
@@ -150,7 +152,7 @@ def test_text_from_the_inputs_stays_text(full_page):
     page = full_page[0]
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;amp;" in page
-    assert read_page(page).inline_scripts == 2  # plotly.js and the page's own script, nothing else
+    assert read_page(page).inline_scripts == 1 + len(SCRIPTS)  # plotly.js and the page's own scripts, nothing else
 
 
 def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
@@ -162,12 +164,13 @@ def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
     links = read_page(page).links
     assert links and all(value.startswith("#") for _, _, value in links)  # the contents' anchors only
     assert 'http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;;' in page
+    assert "unsafe-eval" not in CSP and "script-src 'unsafe-inline';" in CSP
 
 
 def test_the_header_names_the_span_the_inputs_and_the_version(tmp_path):
     JOBS.write_parquet(tmp_path / "jobs <1>.parquet")
     page = build_report(tmp_path / "jobs <1>.parquet", recommendation=REC).html
-    assert "3 jobs, 2023-11-14 22:13 UTC to 2023-11-15 01:13 UTC (3.0 hours)" in page
+    assert "3 jobs, 2023-11-14 22:13 UTC to 2023-11-15 01:13 UTC (3.00 h)" in page
     assert f"<code>{tmp_path}/jobs &lt;1&gt;.parquet</code>" in page
     assert "tables given in Python:</span> recommendation</li>" in page
     assert f"iosets {__version__}" in page
@@ -267,7 +270,7 @@ def test_a_figure_reads_back_as_its_data_and_no_text_closes_its_script():
     assert "Reads <code>iosets report</code>." in page
 
 
-def test_ids_used_twice_and_map_traces_are_refused():
+def test_ids_used_twice_map_traces_and_webgl_traces_are_refused():
     inputs = read_inputs(JOBS)
     section = stand_in(inputs)
     with pytest.raises(ValueError, match="id 'stand-in' is used twice"):
@@ -275,6 +278,13 @@ def test_ids_used_twice_and_map_traces_are_refused():
     geo = Section("geo", "Geo", "", figures=(Figure("map", "Map", [{"type": "scattergeo", "lat": [0], "lon": [0]}]),))
     with pytest.raises(ValueError, match="figure 'map': scattergeo traces fetch map data from the net"):
         render_report(inputs, [geo])
+    gl = Section("gl", "GL", "", figures=(Figure("many", "Many", [{"type": "scattergl", "x": [0], "y": [0]}]),))
+    with pytest.raises(ValueError, match="figure 'many': scattergl traces draw with WebGL"):
+        render_report(inputs, [gl])
+    rows = Table(id="t", title="T", frame=pl.DataFrame({"n": [1]}), interactive=True)
+    clash = Section("s", "S", "", figures=(Figure("t-filter", "Clash", [{"type": "bar", "y": [1]}]),), tables=(rows,))
+    with pytest.raises(ValueError, match="id 't-filter' is used twice"):
+        render_report(inputs, [clash])
 
 
 def test_a_large_site_keeps_the_jobs_that_moved_the_most_bytes():
@@ -315,9 +325,9 @@ def test_an_interactive_table_shows_its_first_page_and_hides_the_rest_in_the_pag
             [0.0, 1.6e9, 1.6e9 + 10],
             [5.0, 1.6e9 + 100, None],
             "3 jobs, 2020-09-13 12:26 UTC to 2020-09-13 12:28 UTC "
-            "(100 s); 1 job dated from its trace's start is left out",
+            "(1.67 min); 1 job dated from its trace's start is left out",
         ),
-        ([0.0, 10.0, None], [5.0, 300.0, None], "3 jobs, 0 s to 300 s (5.0 min)"),
+        ([0.0, 10.0, None], [5.0, 300.0, None], "3 jobs, 0 s to 300 s (5.00 min)"),
         ([None, None, None], [None, None, None], "3 jobs; the jobs table has no start dates"),
     ],
 )
@@ -334,3 +344,47 @@ def test_the_same_inputs_and_date_give_the_same_page():
     pages = [render_report(read_inputs(JOBS), [stand_in(None)], made=made) for _ in range(2)]
     assert pages[0] == pages[1]
     assert f"iosets {__version__}, 2026-01-02 03:04 UTC" in pages[0]
+
+
+def test_every_table_has_its_title_as_caption_and_every_figure_its_title_as_label(full_page):
+    page = full_page[0]
+    sections = build_sections(read_inputs(JOBS, recommendation=REC, replay=PER_JOB))
+    tables = [table for section in sections for table in section.tables]
+    figures = [figure for section in sections for figure in section.figures]
+    assert tables and figures
+    for table in tables:
+        caption = f'<caption class="visually-hidden">{escape(table.title)}</caption>'
+        assert re.search(f'<table id="{table.id}"[^>]*>\\s*{re.escape(caption)}', page), table.id
+    for figure in figures:
+        div = f'<div id="{figure.id}" class="plot" data-figure="{figure.id}-json"'
+        assert f'{div} role="img" aria-label="{escape(figure.title)}">' in page
+    assert page.count("<caption") == page.count("<table ") == len(tables)
+
+
+def test_the_skip_link_comes_first_and_leads_to_the_jobs_filter_or_else_to_the_sections(full_page):
+    page = full_page[0]
+    body = page[page.index("<body>") + len("<body>") :].lstrip()
+    assert body.startswith('<a class="skip-link" href="#jobs-table-filter">')
+    assert '<input type="search" id="jobs-table-filter" class="table-filter" data-table="jobs-table"' in page
+    without = render_report(read_inputs(JOBS), [stand_in(None)])
+    assert '<a class="skip-link" href="#main">' in without and '<main id="main" tabindex="-1">' in without
+
+
+def test_row_counts_and_long_headers_go_through_the_formatter():
+    frame = pl.DataFrame({"stretch_iosets-wfq": list(range(1500))})
+    table = Table(id="many", title="Many", frame=frame, interactive=True)
+    page = render_report(read_inputs(JOBS), [Section("s", "S", "Rows.", tables=(table,))])
+    assert f"{PAGE_ROWS} of 1,500 rows</span>" in page
+    assert ">stretch_<wbr>iosets-wfq</th>" in page and 'title="Sort by stretch_iosets-wfq"' in page
+    one = Table(id="one", title="One", frame=pl.DataFrame({"n": [1]}), interactive=True)
+    assert "1 of 1 row</span>" in render_report(read_inputs(JOBS), [Section("s", "S", "Row.", tables=(one,))])
+
+
+def test_the_mode_bar_keeps_no_button_that_leaves_the_page_and_the_served_policy_forbids_windows():
+    config = PLOT_OPTIONS["config"]
+    assert config["displaylogo"] is False and config["showSendToCloud"] is False
+    assert {"sendChartToCloud", "select2d", "lasso2d"} <= set(config["modeBarButtonsToRemove"])
+    assert SERVED_CSP.startswith(CSP + "; ")
+    sandbox = SERVED_CSP.split("; ")[-1].split()
+    assert sandbox[0] == "sandbox" and sorted(sandbox[1:]) == ["allow-downloads", "allow-scripts"]
+    assert "sandbox" not in CSP  # browsers ignore it in a <meta> and log an error

@@ -24,6 +24,6 @@ _HTML = {"text/html": {"schema": {"type": "string"}}}
 def get_report(service: ServiceDep) -> Response:
     """The report of the stored jobs under the current policy (``iosets report``): one offline HTML page, with the
     trace replay of the ``replay`` setting (its scheduler comparison and model check) when one is set."""
-    from ...report import CSP  # the report room loads on the first report, not at the service's start
+    from ...report import SERVED_CSP  # the report room loads on the first report, not at the service's start
 
-    return HTMLResponse(service.report(), headers={"Content-Security-Policy": CSP})
+    return HTMLResponse(service.report(), headers={"Content-Security-Policy": SERVED_CSP})
