@@ -106,6 +106,7 @@ def render_report(inputs: ReportInputs, sections: Sequence[Section], *, made: da
         sections=sections,
         css=_asset("report.css"),
         report_js=_asset("report.js"),
+        job_detail_js=_asset("job_detail.js"),
         plotly_js=_plotly_js(),
         plot_options=_markup(script_json(PLOT_OPTIONS)),
         page_rows=PAGE_ROWS,
@@ -126,6 +127,7 @@ def _environment():
         figure_json=lambda figure: _markup(figure_json(figure)),
         header=table_header,
         rows=lambda table: _markup("".join(table_rows(table))),
+        script_json=lambda value: _markup(script_json(value)),
     )
     return environment
 

@@ -131,15 +131,15 @@ def test_the_jobs_table_cells_hold_the_frames_exact_values(full_page):
     assert [rows[job]["stretch_fcfs"] for job in "abc"] == ["1.25", "", "1.05"]
     assert [rows[job]["stretch_iosets-wfq"] for job in "abc"] == ["1.1", "", "1.15"]
     shown = dict(zip(table.column("job_id"), table.column("w_iter"), strict=True))
-    assert shown[("a", "a")] == ("12.345678", "12.35")  # data-value exact, text formatted
-    assert table.column("bytes")[0] == (repr(1.75e9), "1,750,000,000")
+    assert shown[("a", "a")] == ("12.345678", "12.3 s")  # data-value exact, text formatted (_format's kinds)
+    assert table.column("bytes")[0] == (repr(1.75e9), "1.75 GB")
 
 
 def test_text_from_the_inputs_stays_text(full_page):
     page = full_page[0]
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;amp;" in page
-    assert read_page(page).inline_scripts == 2  # plotly.js and the page's own script, nothing else
+    assert read_page(page).inline_scripts == 3  # plotly.js, the page's own script and its job detail's, nothing else
 
 
 def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
