@@ -273,9 +273,9 @@ def test_a_large_site_keeps_the_jobs_that_moved_the_most_bytes():
     (table,) = section.tables
     assert table.interactive and table.frame.height == MAX_ROWS
     assert table.frame["bytes"].to_list() == [float(i) for i in range(n_jobs - 1, 2, -1)]  # j0, j1, j2 left out
-    assert (
-        table.note
-        == "The 5,000 jobs that moved the most bytes, of 5,003; the others are left out to keep the page light."
+    assert table.note == (
+        "The 5,000 jobs that moved the most bytes, of 5,003; the others are left out to keep the page light. "
+        "The first 500 rows (in this order) have their detail; the others do not."
     )
     assert "stretch" not in " ".join(table.frame.columns) and "set" not in table.frame.columns
     assert "--rec rec.parquet" in section.reading and "--replay perjob.parquet" in section.reading
