@@ -205,3 +205,11 @@ def test_a_row_opens_its_jobs_detail_by_click_and_by_keyboard(harness, chromium,
         assert opened.foreign_requests == []
     finally:
         opened.close()
+
+
+def test_an_analysis_in_python_gives_the_report_its_detail_tables():
+    analysis = analyze([RUNTIME / "corpus" / f"{SMALL['name']}.darshan"])
+    inputs = read_inputs(analysis)
+    assert inputs.jobs.equals(analysis.jobs)
+    assert inputs.job_detail is not None and inputs.job_detail.equals(analysis.detail)
+    assert inputs.job_sizes is not None and inputs.job_activity is not None and inputs.modules is not None

@@ -126,3 +126,38 @@ def test_cumulative_bytes_spreads_a_request_evenly_over_its_duration():
     grid = np.array([0.0, 1.0, 2.5, 4.0, 10.0])
     got = cumulative_bytes(np.array([0.0, 3.0]), np.array([4.0, 3.0]), np.array([400.0, 7.0]), grid)
     assert got.tolist() == [0.0, 100.0, 250.0, 407.0, 407.0]
+
+
+MPI = json.loads((RUNTIME / "mpi" / "ground_truth.json").read_text())["jobs"]
+
+
+@pytest.mark.parametrize("truth", [j for j in MPI if j["params"]["transfer"] >= 4096], ids=lambda j: j["name"])
+def test_mpi_io_jobs_have_their_aggregate_sizes_beside_posix(truth):
+    analysis = analyze([RUNTIME / "mpi" / name for name in truth["log"]])
+    sizes = analysis.sizes.filter(pl.col("job_id") == truth["job_id"])
+    bucket = _bucket_of(truth["params"]["transfer"])
+    # IOR's MPI-IO writes of one transfer size each, all in its bucket; POSIX sees the same requests below
+    for module in ("MPI-IO", "POSIX"):
+        rows = sizes.filter(pl.col("module") == module, pl.col("op") == "write")
+        assert rows.select("bucket", "requests").rows() == [(bucket, truth["requests"])]
+    detail = analysis.detail.row(0, named=True)
+    assert (detail["size_module"], detail["ranks"]) == ("POSIX", truth["nprocs"])
+    assert detail["slowest_rank_bytes"] == detail["fastest_rank_bytes"] == truth["bytes_written"] / truth["nprocs"]
+
+
+def test_a_block_trace_gets_its_detail_from_its_requests():
+    from importlib import resources
+
+    from iosets.analyzer import read_blocktrace
+
+    with resources.as_file(resources.files("iosets.datasets.data") / "sample.msr.csv") as msr:
+        analysis = analyze([msr], workers=1)
+        ops = read_blocktrace(msr)
+    assert sorted(analysis.detail["job_id"]) == sorted(analysis.jobs["job_id"])
+    assert set(analysis.sizes["module"]) == {"requests"}
+    for job_id, frame in ops.partition_by("job_id", as_dict=True).items():
+        sizes = analysis.sizes.filter(pl.col("job_id") == job_id[0])
+        assert sizes["requests"].sum() == frame.height
+        assert sizes["bytes"].sum() == frame["size"].sum()
+        moved = analysis.activity.filter(pl.col("job_id") == job_id[0])
+        assert (moved["bytes_read"] + moved["bytes_written"]).sum() == pytest.approx(frame["size"].sum())
