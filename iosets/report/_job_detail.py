@@ -308,9 +308,8 @@ def _activity_figure(frame: pl.DataFrame | None, detail: dict[str, Any] | None) 
         "height": 260,
         "margin": {"l": 56, "r": 12, "t": 48, "b": 48},
         "xaxis": {
-            "title": {"text": "time since the job's start (s)"},
+            "title": {"text": f"time since the job's start (s; bins of {format_seconds(width)})"},
             "range": [0, width * ACTIVITY_BINS],
-            "rangemode": "tozero",
         },
         "yaxis": {"title": {"text": "bytes"}, "rangemode": "tozero"},
         "legend": {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"},

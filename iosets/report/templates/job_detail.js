@@ -76,7 +76,6 @@
     panel.setAttribute("role", "region");
     panel.id = this.table.id + "-detail";
     panel.hidden = true;
-    panel.setAttribute("aria-live", "polite");
     var head = element("div", "job-detail-head");
     this.title = element("h3", "job-detail-title");
     this.title.id = panel.id + "-title";
