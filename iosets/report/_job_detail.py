@@ -69,8 +69,9 @@ METADATA_HEAVY = Rule(
 )
 UNBALANCED_RANKS = Rule(
     "Unbalanced ranks",
-    "(slowest - fastest) / slowest rank is above 15 % in I/O time or 30 % in bytes (Drishti's straggler and "
-    "size thresholds), from Darshan's fastest/slowest rank counters",
+    "(slowest - fastest) / slowest rank is above 15 % in I/O time or 30 % in bytes, from Darshan's "
+    "fastest/slowest rank counters (Drishti's straggler and size thresholds; Drishti divides by a shared file's "
+    "total over its ranks instead, which flags less)",
     0.15,
 )
 UNBALANCED_BYTES = 0.30
