@@ -29,6 +29,9 @@ from .errors import InputError
 __all__ = [
     "ANALYSIS_ERRORS",
     "JOBS",
+    "JOB_ACTIVITY",
+    "JOB_DETAIL",
+    "JOB_SIZES",
     "MODULE_TOTALS",
     "NOT_PERIODIC_CODES",
     "NOT_PERIODIC_MEANINGS",
@@ -672,6 +675,186 @@ MODULE_TOTALS = TableSchema(
     ),
 )
 
+_SIZE_BUCKET_NAMES = (
+    "0_100",
+    "100_1K",
+    "1K_10K",
+    "10K_100K",
+    "100K_1M",
+    "1M_4M",
+    "4M_10M",
+    "10M_100M",
+    "100M_1G",
+    "1G_PLUS",
+)
+
+
+def _at_least(name: str, what: str = "an integer >= 0", bound: float = 0) -> dict:
+    """The check and the words of a column whose values are at least ``bound``."""
+    return {"check": pl.col(name) >= bound, "expect": what}
+
+
+JOB_DETAIL = TableSchema(
+    "job detail",
+    "Each job's requests beyond its totals (written beside the jobs table as `<name>.detail.<ext>`): what the "
+    "report's job detail reads its flags from (small requests, random access, metadata-heavy, unbalanced ranks). "
+    "From a Darshan log's counters (POSIX's, MPI-IO's for sizes when POSIX has none), or from the requests of "
+    "another trace; a job of several logs sums its logs'.",
+    (
+        Column("job_id", pl.String, "Job, as in the jobs table."),
+        Column("detail_from", pl.String, "'counters' (Darshan) or 'requests' (block traces, requests tables)."),
+        Column(
+            "size_module",
+            pl.String,
+            "Module whose request sizes `requests` and `small_requests` count: POSIX, 'requests', MPI-IO; null "
+            "when none has sizes (STDIO only).",
+            nullable=True,
+        ),
+        Column(
+            "requests",
+            pl.Int64,
+            "Requests with a size (the histogram's total).",
+            nullable=True,
+            **_at_least("requests"),
+        ),
+        Column(
+            "small_requests",
+            pl.Int64,
+            "Requests of at most 100 KiB (Darshan's buckets 0_100 to 10K_100K).",
+            nullable=True,
+            **_at_least("small_requests"),
+        ),
+        Column(
+            "sequential",
+            pl.Int64,
+            "POSIX requests at a higher offset than the previous one of their file and rank (Darshan's "
+            "POSIX_SEQ_READS + POSIX_SEQ_WRITES; from requests, a rank's first request of a file counts too); the "
+            "others are random.",
+            nullable=True,
+            **_at_least("sequential"),
+        ),
+        Column(
+            "accesses",
+            pl.Int64,
+            "The requests `sequential` is counted among (POSIX_READS + POSIX_WRITES, or every request).",
+            nullable=True,
+            **_at_least("accesses"),
+        ),
+        Column(
+            "meta_time",
+            pl.Float64,
+            "Metadata time (open, stat, seek, close...) of POSIX and STDIO, summed over ranks (s); null from "
+            "requests (a trace of reads and writes has none).",
+            nullable=True,
+            **_at_least("meta_time", "seconds >= 0"),
+        ),
+        Column(
+            "io_time",
+            pl.Float64,
+            "Read, write and metadata time of POSIX and STDIO, summed over ranks (s); from requests, their durations.",
+            **_at_least("io_time", "seconds >= 0"),
+        ),
+        Column("ranks", pl.Int64, "Processes the rank spread is over.", nullable=True, **_at_least("ranks")),
+        Column(
+            "slowest_rank_time",
+            pl.Float64,
+            "I/O time of the rank that spent the most (s): its own records, and for a shared record Darshan's "
+            "POSIX_F_SLOWEST_RANK_TIME on POSIX_SLOWEST_RANK (the rest spread over the other ranks); null for one "
+            "process.",
+            nullable=True,
+            **_at_least("slowest_rank_time", "seconds >= 0"),
+        ),
+        Column(
+            "fastest_rank_time",
+            pl.Float64,
+            "I/O time of the rank that spent the least (s), as above (POSIX_F_FASTEST_RANK_TIME).",
+            nullable=True,
+            **_at_least("fastest_rank_time", "seconds >= 0"),
+        ),
+        Column(
+            "slowest_rank_bytes",
+            pl.Float64,
+            "Bytes of the rank that moved the most, as above (POSIX_SLOWEST_RANK_BYTES).",
+            nullable=True,
+            **_at_least("slowest_rank_bytes", "bytes >= 0"),
+        ),
+        Column(
+            "fastest_rank_bytes",
+            pl.Float64,
+            "Bytes of the rank that moved the least, as above (POSIX_FASTEST_RANK_BYTES).",
+            nullable=True,
+            **_at_least("fastest_rank_bytes", "bytes >= 0"),
+        ),
+        Column(
+            "activity_bin",
+            pl.Float64,
+            "Width of the job's time bins in the activity table (s): its run over 48; null without a timeline "
+            "(counters only).",
+            nullable=True,
+            **_at_least("activity_bin", "seconds >= 0"),
+        ),
+    ),
+)
+
+JOB_SIZES = TableSchema(
+    "job request sizes",
+    "Each job's requests per size bucket (written beside the jobs table as `<name>.sizes.<ext>`; buckets without "
+    "requests have no row): Darshan's POSIX_SIZE_READ_*/WRITE_* and MPIIO_SIZE_READ_AGG_*/WRITE_AGG_* counters, or "
+    "the requests of another trace.",
+    (
+        Column("job_id", pl.String, "Job, as in the jobs table."),
+        Column("module", pl.String, "POSIX, MPI-IO (its aggregate sizes), or 'requests' (counted from requests)."),
+        Column(
+            "op", pl.String, "'read' or 'write'.", check=pl.col("op").is_in(["read", "write"]), expect="'read'|'write'"
+        ),
+        Column(
+            "bucket",
+            pl.String,
+            "Darshan's bucket: " + ", ".join(_SIZE_BUCKET_NAMES) + ".",
+            check=pl.col("bucket").is_in(_SIZE_BUCKET_NAMES),
+            expect="one of " + ", ".join(_SIZE_BUCKET_NAMES),
+        ),
+        Column("smallest", pl.Int64, "Smallest size in the bucket (bytes).", **_at_least("smallest", "bytes >= 0")),
+        Column(
+            "largest",
+            pl.Int64,
+            "Largest size in the bucket (bytes; a 1 MiB request is in 100K_1M); null for 1G_PLUS.",
+            nullable=True,
+            check=pl.col("largest") >= pl.col("smallest"),
+            expect="bytes >= smallest",
+        ),
+        Column("requests", pl.Int64, "Requests of the bucket.", **_at_least("requests", "an integer >= 1", 1)),
+        Column(
+            "bytes",
+            pl.Float64,
+            "Bytes the bucket's requests moved; null from counters (Darshan counts requests per bucket, not bytes).",
+            nullable=True,
+            **_at_least("bytes", "bytes >= 0"),
+        ),
+    ),
+)
+
+JOB_ACTIVITY = TableSchema(
+    "job activity",
+    "Each job's I/O over time (written beside the jobs table as `<name>.activity.<ext>`): its run cut in 48 equal "
+    "bins, the bytes read and written in each (a request's bytes spread evenly over its duration; HEATMAP bins "
+    "over theirs); bins without bytes have no row. From DXT requests, HEATMAP bins or a trace's requests; none "
+    "for a job with counters only.",
+    (
+        Column("job_id", pl.String, "Job, as in the jobs table."),
+        Column("start", pl.Float64, "Bin start (s after the job's start).", **_at_least("start", "seconds >= 0")),
+        Column(
+            "end",
+            pl.Float64,
+            "Bin end (s after the job's start).",
+            check=pl.col("end") >= pl.col("start"),
+            expect="seconds >= start",
+        ),
+        Column("bytes_read", pl.Float64, "Bytes read in the bin.", **_at_least("bytes_read", "bytes >= 0")),
+        Column("bytes_written", pl.Float64, "Bytes written in the bin.", **_at_least("bytes_written", "bytes >= 0")),
+    ),
+)
+
 ANALYSIS_ERRORS = TableSchema(
     "analysis errors",
     "Inputs `iosets analyze` could not read (written beside the jobs table as `<name>.errors.<ext>`).",
@@ -979,6 +1162,9 @@ SCHEMAS: dict[str, TableSchema] = {
         SET_SUMMARY,
         ANALYSIS_ERRORS,
         MODULE_TOTALS,
+        JOB_DETAIL,
+        JOB_SIZES,
+        JOB_ACTIVITY,
         WORKLOAD_JOBS,
         WORKLOAD_PHASES,
         TIMELINE,

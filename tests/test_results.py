@@ -32,6 +32,9 @@ def test_a_result_names_its_files_beside_the_main_one(tmp_path):
         "jobs": tmp_path / "jobs.csv",
         "errors": tmp_path / "jobs.errors.csv",
         "modules": tmp_path / "jobs.modules.csv",
+        "detail": tmp_path / "jobs.detail.csv",
+        "sizes": tmp_path / "jobs.sizes.csv",
+        "activity": tmp_path / "jobs.activity.csv",
     }
     assert list(SchedulerComparison.paths(tmp_path / "p.parquet")) == ["jobs", "phases", "schedulers", "shares"]
 

@@ -15,8 +15,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass
 
+import polars as pl
+
+from ._detail import Detail, detail_frames, job_detail
 from ._rhythm import job_rhythm
-from ._worker import PART, LogPart
+from ._worker import DETAIL, PART, LogPart
 
 SAME_JOB_GAP = 1.0
 """Seconds a log may start after every earlier log of its job id has ended and still belong to their job.
@@ -168,4 +171,29 @@ def _stripped(row: dict, job_id: str, logs: list[dict], modules: list[dict]) -> 
     for log in logs:
         if PART in log:
             modules.extend({"job_id": job_id, "path": log["path"], **asdict(m)} for m in log[PART].modules)
-    return {name: value for name, value in row.items() if name != PART}
+    return {name: value for name, value in row.items() if name not in (PART, DETAIL)}
+
+
+def merge_details(jobs: list[JobLogs]) -> dict[str, pl.DataFrame]:
+    """The detail tables (``detail``, ``sizes``, ``activity``) of the jobs :func:`group_logs` made.
+
+    A job of several logs sums its logs' counts and puts each log's I/O over time at its start after the job's.
+    """
+    rows: list[dict] = []
+    sizes: list[dict] = []
+    activity: list[dict] = []
+    for job in jobs:
+        darshan = [row for row in job.logs if PART in row]
+        start = min((row["start"] for row in darshan), default=0.0)
+        parts: list[tuple[float, Detail]] = [
+            (row["start"] - start, row[PART].detail) for row in darshan if row[PART].detail is not None
+        ]
+        parts += [(0.0, row[DETAIL]) for row in job.logs if row.get(DETAIL) is not None]
+        if not parts:
+            continue
+        runtime = max((row["start"] + row["runtime"] for row in darshan), default=start) - start
+        row, size_rows, bins = job_detail(job.job_id, parts, runtime or None)
+        rows.append(row)
+        sizes += size_rows
+        activity += bins
+    return detail_frames(rows, sizes, activity)

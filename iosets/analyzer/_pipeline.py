@@ -17,8 +17,8 @@ import polars as pl
 from .._results import Part, Tables
 from .._validation import check_count, check_fraction, check_positive
 from ..errors import InputError
-from ..schemas import ANALYSIS_ERRORS, JOBS, MODULE_TOTALS
-from ._jobs import merge_logs
+from ..schemas import ANALYSIS_ERRORS, JOB_ACTIVITY, JOB_DETAIL, JOB_SIZES, JOBS, MODULE_TOTALS
+from ._jobs import group_logs, merge_details, merge_logs
 from ._pool import DEFAULT_TIMEOUT, Pool
 from ._worker import Outcome, analyze_chunk, analyze_outcome, pooled_outcomes
 
@@ -28,17 +28,22 @@ _MIN_PARALLEL = 48  # smaller batches run in this process (Darshan logs in its o
 
 @dataclass(frozen=True)
 class Analysis(Tables):
-    """Result of :func:`analyze`: one row per job, the inputs that failed, and each log's traffic per module.
+    """Result of :func:`analyze`: one row per job, the inputs that failed, each log's traffic per module, and
+    each job's detail.
 
-    ``write(path)`` writes the jobs table at ``path``, the failed inputs beside it as ``<stem>.errors<suffix>``
-    and the module breakdown as ``<stem>.modules<suffix>`` (each not written when empty, and the file an earlier
-    run left removed); ``read(path)`` reads them back.
+    ``write(path)`` writes the jobs table at ``path``, the failed inputs beside it as ``<stem>.errors<suffix>``,
+    the module breakdown as ``<stem>.modules<suffix>`` and the jobs' detail as ``<stem>.detail<suffix>``,
+    ``<stem>.sizes<suffix>`` and ``<stem>.activity<suffix>`` (each not written when empty or None, and the file
+    an earlier run left removed); ``read(path)`` reads them back (a missing detail file gives None).
     """
 
     PARTS = (
         Part("jobs", JOBS, "jobs table", when_empty="remove"),
         Part("errors", ANALYSIS_ERRORS, "errors table", when_empty="remove"),
         Part("modules", MODULE_TOTALS, "module table", when_empty="remove"),
+        Part("detail", JOB_DETAIL, "job detail table", when_empty="remove", optional=True),
+        Part("sizes", JOB_SIZES, "request size table", when_empty="remove", optional=True),
+        Part("activity", JOB_ACTIVITY, "activity table", when_empty="remove", optional=True),
     )
 
     jobs: pl.DataFrame
@@ -47,6 +52,12 @@ class Analysis(Tables):
     """:data:`iosets.schemas.ANALYSIS_ERRORS`: the inputs that could not be analysed."""
     modules: pl.DataFrame
     """:data:`iosets.schemas.MODULE_TOTALS`: the breakdown of the jobs' bytes, operations and I/O time."""
+    detail: pl.DataFrame | None = None
+    """:data:`iosets.schemas.JOB_DETAIL`: each job's request sizes, access order, metadata time and rank spread."""
+    sizes: pl.DataFrame | None = None
+    """:data:`iosets.schemas.JOB_SIZES`: each job's requests per size bucket."""
+    activity: pl.DataFrame | None = None
+    """:data:`iosets.schemas.JOB_ACTIVITY`: each job's bytes read and written over its run, in 48 bins."""
 
 
 def _listed(manifest: Path) -> list[Path]:
@@ -102,6 +113,7 @@ def _frames(outcomes: Iterable[Outcome], min_confidence: float, per_log: bool) -
         rows.extend(log_rows)
         if error is not None:
             errors.append(error)
+    details = merge_details(group_logs(rows, per_log=per_log))
     rows, modules = merge_logs(rows, min_confidence=min_confidence, per_log=per_log)
     try:
         JOBS.validate(pl.DataFrame(rows, schema=JOBS.polars))
@@ -110,10 +122,12 @@ def _frames(outcomes: Iterable[Outcome], min_confidence: float, per_log: bool) -
         errors += broken
         kept = {row["job_id"] for row in rows}
         modules = [m for m in modules if m["job_id"] in kept]
+        details = {name: frame.filter(pl.col("job_id").is_in(list(kept))) for name, frame in details.items()}
     return Analysis(
         jobs=pl.DataFrame(rows, schema=JOBS.polars).sort("path", maintain_order=True),
         errors=pl.DataFrame(errors, schema=ANALYSIS_ERRORS.polars).sort("path", maintain_order=True),
         modules=pl.DataFrame(modules, schema=MODULE_TOTALS.polars).sort("job_id", "path", maintain_order=True),
+        **details,
     )
 
 

@@ -16,6 +16,7 @@ import polars as pl
 
 from ..errors import InputError
 from ..schemas import JOBS
+from ._detail import Detail, log_detail, requests_detail
 from ._ingest import DarshanJob, ModuleTotals, ingest, read_darshan, sniff_format
 from ._memory import out_of_memory
 from ._periodicity import Periodicity, periodicity
@@ -29,6 +30,8 @@ A Darshan log's row also holds, under ``PART``, the :class:`LogPart` that mergin
 its job needs (:func:`iosets.analyzer._jobs.merge_logs` takes it out)."""
 
 PART = "_part"
+DETAIL = "_detail"
+"""Key of the :class:`~iosets.analyzer._detail.Detail` of a row of another trace than a Darshan log."""
 T = TypeVar("T")
 
 _RHYTHM_COLUMNS = ("job_id", "w_iter", "w_iter_confidence", "alpha_io", "n_phases", "not_periodic", "explanation")
@@ -43,6 +46,8 @@ class LogPart:
     """The slowest process's I/O time (s, counters)."""
     modules: tuple[ModuleTotals, ...]
     """Each module's traffic (the breakdown behind the row's totals)."""
+    detail: Detail | None = None
+    """Its request sizes, access order, metadata time, rank spread and I/O over time (the job detail)."""
 
 
 def _rhythm_of(result: Periodicity) -> dict:
@@ -96,7 +101,7 @@ def log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
         "n_logs": 1,
         "step": meta.get("step"),
         "path": path,
-        PART: LogPart(timeline, busy, job.modules),
+        PART: LogPart(timeline, busy, job.modules, log_detail(job)),
     }
 
 
@@ -169,12 +174,19 @@ def analyze_path(
 
     A Darshan log gives one row from its metadata, counters and richest time source, with its
     :class:`LogPart` under ``PART`` (``timeout`` seconds at most); any other trace gives one row
-    per ``job_id`` of its requests table (:func:`analyze_requests`), with ``path`` set.
+    per ``job_id`` of its requests table (:func:`analyze_requests`), with ``path`` set and its
+    detail under ``DETAIL``.
     """
     if sniff_format(path) == "darshan":
         return [log_row(read_darshan(path, timeout=timeout), str(path), min_confidence)]
-    jobs = analyze_requests(ingest(path), min_confidence=min_confidence)
-    return jobs.with_columns(pl.lit(str(path)).alias("path")).to_dicts()
+    ops = ingest(path)
+    jobs = analyze_requests(ops, min_confidence=min_confidence)
+    details = {
+        str(job_id): requests_detail(frame)
+        for (job_id,), frame in ops.partition_by("job_id", as_dict=True, maintain_order=True).items()
+    }
+    rows = jobs.with_columns(pl.lit(str(path)).alias("path")).to_dicts()
+    return [{**row, DETAIL: details.get(row["job_id"])} for row in rows]
 
 
 def error_row(path: str, exc: BaseException) -> dict:

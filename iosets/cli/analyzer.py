@@ -57,7 +57,8 @@ def analyze(
     """Find each job's I/O rhythm (w_iter, alpha_io, confidence) and write the jobs table.
 
     Failed logs are listed in <output>.errors.<ext> (removed when none fails), each log's traffic per Darshan
-    module in <output>.modules.<ext>; exit code 2 when no job is analysed.
+    module in <output>.modules.<ext>, each job's detail in <output>.detail.<ext>, .sizes.<ext> and
+    .activity.<ext>; exit code 2 when no job is analysed.
     """
     logs, lists = paths or [], manifests or []
     table = renamed_option(requests, ops, new="--requests", old="--ops")
@@ -70,10 +71,13 @@ def analyze(
     Analysis.check_output(output)
     if table is not None:
         from ..analyzer import analyze_requests, read_requests
+        from ..analyzer._detail import requests_details
         from ..schemas import ANALYSIS_ERRORS, MODULE_TOTALS
 
-        jobs = analyze_requests(read_requests(table), min_confidence=min_confidence)
-        written = Analysis(jobs=jobs, errors=ANALYSIS_ERRORS.empty(), modules=MODULE_TOTALS.empty()).write(output)
+        trace = read_requests(table)
+        jobs = analyze_requests(trace, min_confidence=min_confidence)
+        empty = {"errors": ANALYSIS_ERRORS.empty(), "modules": MODULE_TOTALS.empty()}
+        written = Analysis(jobs=jobs, **empty, **requests_details(trace)).write(output)
         echo(f"wrote {output}: {jobs.height} jobs from {table}")
         echo(rhythm_summary(jobs))
         _wrote(written)

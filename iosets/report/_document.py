@@ -37,7 +37,8 @@ class Table:
     ``formats`` maps a column to a kind of :mod:`._format` (``"bytes"``, ``"date"``, ``"seconds"``, ...) or a
     Python format spec (``"{:.3f}"``); a number without one shows as ``"number"``. Every cell also
     keeps its exact value in a ``data-value`` attribute, so that a reader (or a test) gets the number
-    the table came from. ``interactive`` tables can be sorted and filtered in the page.
+    the table came from. ``interactive`` tables can be sorted and filtered in the page. ``details`` maps a row's
+    first cell (a job id) to what the page shows when the row is opened (the jobs table's job detail).
     """
 
     id: str
@@ -46,6 +47,7 @@ class Table:
     formats: dict[str, str] = field(default_factory=dict)
     note: str = ""
     interactive: bool = False
+    details: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,9 @@ class ReportInputs:
         REQUEST_RESULTS and REQUEST_CLASSES (``iosets replay-requests -o RESULT`` and its companion).
     validation : Validation or None
         Real runs against the phase engine (``iosets validate -o validation.json``).
+    modules, job_detail, job_sizes, job_activity : polars.DataFrame or None
+        MODULE_TOTALS, JOB_DETAIL, JOB_SIZES and JOB_ACTIVITY: the analyzer's tables beside the jobs table
+        (``<jobs>.modules``, ``.detail``, ``.sizes``, ``.activity``), each job's detail.
     sources : dict of str to str
         Input name -> the file it was read from (shown in the report's header).
     baseline : str or None
@@ -104,5 +109,9 @@ class ReportInputs:
     requests: pl.DataFrame | None = None
     request_classes: pl.DataFrame | None = None
     validation: Validation | None = None
+    modules: pl.DataFrame | None = None
+    job_detail: pl.DataFrame | None = None
+    job_sizes: pl.DataFrame | None = None
+    job_activity: pl.DataFrame | None = None
     sources: dict[str, str] = field(default_factory=dict)
     baseline: str | None = None

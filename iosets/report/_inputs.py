@@ -48,6 +48,9 @@ REQUEST_PARTS = (
 )
 """A request replay's tables, in the same form."""
 
+DETAIL_PARTS = (("modules", "modules"), ("job_detail", "detail"), ("job_sizes", "sizes"), ("job_activity", "activity"))
+"""The analyzer's tables beside the jobs table (each job's detail): field of ReportInputs, table of an Analysis."""
+
 
 def read_inputs(
     jobs: TableSource,
@@ -63,9 +66,11 @@ def read_inputs(
 
     Parameters
     ----------
-    jobs : path or polars.DataFrame
+    jobs : path, polars.DataFrame or Analysis
         The jobs table (``iosets analyze -o``); a recommended jobs table (``iosets recommend -o``) is also
-        the recommendation when ``recommendation`` is not given.
+        the recommendation when ``recommendation`` is not given. The analyzer's tables beside it (``.modules``,
+        ``.detail``, ``.sizes``, ``.activity``: each job's detail) are read when they exist, or taken from an
+        ``Analysis``.
     recommendation : path or polars.DataFrame, default=None
         The recommended jobs table (``iosets recommend -o``).
     site : path or polars.DataFrame, default=None
@@ -105,6 +110,8 @@ def read_inputs(
     (2, True)
     """
     sources: dict[str, str] = {}
+    details = _job_detail(jobs, sources)
+    jobs = getattr(jobs, "jobs", jobs)  # an Analysis: its jobs table
     jobs_frame = _frame(jobs, "jobs", None, sources)
     is_recommended = recommendation is None and all(name in jobs_frame.columns for name in RECOMMENDATION.required)
     jobs_frame = (RECOMMENDED_JOBS if is_recommended else JOBS).validate(jobs_frame, source=sources.get("jobs"))
@@ -135,8 +142,27 @@ def read_inputs(
         **_group(replay, REPLAY_PARTS, SchedulerComparison, sources),
         **_group(requests, REQUEST_PARTS, RequestResults, sources),
         validation=_validation(validation, sources),
+        **details,
         sources=sources,
     )
+
+
+def _job_detail(jobs: Any, sources: dict[str, str]) -> dict[str, pl.DataFrame | None]:
+    """The analyzer's tables beside a jobs table file, those that exist (each checked), or an Analysis' tables."""
+    from .._results import read_table
+    from ..analyzer import Analysis
+
+    if isinstance(jobs, Analysis):
+        return {field: getattr(jobs, name) for field, name in DETAIL_PARTS}
+    if not isinstance(jobs, str | os.PathLike):
+        return {}
+    paths, parts = Analysis.paths(jobs), {part.name: part for part in Analysis.PARTS}
+    found: dict[str, pl.DataFrame | None] = {}
+    for field, name in DETAIL_PARTS:
+        if paths[name].is_file():
+            found[field] = read_table(paths[name], parts[name].schema, what=parts[name].what)
+            sources[field] = str(paths[name])
+    return found
 
 
 def _main_table(given: Any, result: type[Tables]) -> Any:

@@ -5,20 +5,21 @@ from __future__ import annotations
 import polars as pl
 
 from ._document import ReportInputs, Section, Table
+from ._job_detail import MAX_DETAILS, job_details
 
 MAX_ROWS = 5_000
 """Jobs shown at most: those that moved the most bytes (the page stays light on a large site)."""
 
 FORMATS = {
     "priority": "priority",
-    "w_iter": "{:.2f}",
-    "alpha_io": "{:.4f}",
-    "confidence": "{:.2f}",
-    "bytes": "{:,.0f}",
+    "w_iter": "seconds",
+    "alpha_io": "share",
+    "confidence": "number",
+    "bytes": "bytes",
 }
-"""Display format of each numeric column (the cells keep the exact value)."""
+"""Display kind of each numeric column (:mod:`._format`; the cells keep the exact value)."""
 
-STRETCH_FORMAT = "{:.3f}"
+STRETCH_FORMAT = "ratio"
 
 
 def jobs_table_section(inputs: ReportInputs) -> Section:
@@ -76,6 +77,7 @@ def jobs_table_section(inputs: ReportInputs) -> Section:
         formats=formats,
         note=_note(shown.height, jobs.height),
         interactive=True,
+        details=job_details(inputs, shown["job_id"].to_list()),
     )
     return Section(id="jobs", title="Jobs", reading=_reading(inputs, schedulers), tables=(table,))
 
@@ -89,11 +91,15 @@ def _bytes() -> pl.Expr:
 
 def _note(shown: int, total: int) -> str:
     """What the table holds when it is cut."""
-    if shown == total:
-        return ""
-    return (
-        f"The {shown:,} jobs that moved the most bytes, of {total:,}; the others are left out to keep the page light."
-    )
+    parts = []
+    if shown < total:
+        parts.append(
+            f"The {shown:,} jobs that moved the most bytes, of {total:,}; the others are left out to keep the page "
+            "light."
+        )
+    if shown > MAX_DETAILS:
+        parts.append(f"The first {MAX_DETAILS:,} rows (in this order) have their detail; the others do not.")
+    return " ".join(parts)
 
 
 def _reading(inputs: ReportInputs, schedulers: list[str]) -> str:
@@ -102,7 +108,11 @@ def _reading(inputs: ReportInputs, schedulers: list[str]) -> str:
         "One row per job, largest byte count first. Click a column's name to sort by it and type in the box to "
         "keep the rows that contain the text. w_iter is the time between the starts of two I/O phases (s), "
         "alpha_io the fraction of the run spent in I/O, confidence how much the analyzer trusts w_iter; "
-        "not_periodic says why a job has no w_iter, and explanation says it in a sentence."
+        "not_periodic says why a job has no w_iter, and explanation says it in a sentence. A row's Details "
+        "button (or a click on the row) opens the job's detail under the table: the evidence behind its rhythm "
+        "and set, Drishti-style flags each with its rule and threshold (small requests, random access, "
+        "metadata-heavy, unbalanced ranks), its split over Darshan's modules, its requests by size and its I/O "
+        "over time, from the analyzer's tables beside the jobs table."
     ]
     if inputs.recommendation is not None:
         parts.append("set and priority are the recommendation's (a smaller set has a higher priority).")

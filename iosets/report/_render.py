@@ -93,7 +93,7 @@ rows takes the browser seconds). The page's script shows the next ones on demand
 NUMBER_CLASS = ' class="num"'
 """The class of a numeric cell (right-aligned, tabular digits)."""
 
-SCRIPTS = ("report.js",)
+SCRIPTS = ("report.js", "job_detail.js")
 """The page's own scripts (files of ``templates/``), inlined in this order after plotly.js. ``report.js`` draws
 the figures, marks the page ``data-plots-drawn`` (and fires ``iosets:plots-drawn``) once every plot is drawn, runs
 the interactive tables, and offers ``window.iosetsReport.drawFigure(div, {data, layout})``: a script added after it
@@ -166,6 +166,7 @@ def _environment():
         header=table_header,
         rows=lambda table: _markup("".join(table_rows(table))),
         row_count=row_count,
+        script_json=lambda value: _markup(script_json(value)),
     )
     return environment
 

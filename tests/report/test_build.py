@@ -144,15 +144,15 @@ def test_the_jobs_table_cells_hold_the_frames_exact_values(full_page):
     assert [rows[job]["stretch_fcfs"] for job in "abc"] == ["1.25", "", "1.05"]
     assert [rows[job]["stretch_iosets-wfq"] for job in "abc"] == ["1.1", "", "1.15"]
     shown = dict(zip(table.column("job_id"), table.column("w_iter"), strict=True))
-    assert shown[("a", "a")] == ("12.345678", "12.35")  # data-value exact, text formatted
-    assert table.column("bytes")[0] == (repr(1.75e9), "1,750,000,000")
+    assert shown[("a", "a")] == ("12.345678", "12.3 s")  # data-value exact, text formatted (_format's kinds)
+    assert table.column("bytes")[0] == (repr(1.75e9), "1.75 GB")
 
 
 def test_text_from_the_inputs_stays_text(full_page):
     page = full_page[0]
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;amp;" in page
-    assert read_page(page).inline_scripts == 1 + len(SCRIPTS)  # plotly.js and the page's own scripts, nothing else
+    assert read_page(page).inline_scripts == 1 + len(SCRIPTS)  # plotly.js and the page's own scripts (report.js, job_detail.js), nothing else
 
 
 def test_no_url_leaves_the_page_outside_plotlyjs(full_page):
@@ -294,9 +294,9 @@ def test_a_large_site_keeps_the_jobs_that_moved_the_most_bytes():
     (table,) = section.tables
     assert table.interactive and table.frame.height == MAX_ROWS
     assert table.frame["bytes"].to_list() == [float(i) for i in range(n_jobs - 1, 2, -1)]  # j0, j1, j2 left out
-    assert (
-        table.note
-        == "The 5,000 jobs that moved the most bytes, of 5,003; the others are left out to keep the page light."
+    assert table.note == (
+        "The 5,000 jobs that moved the most bytes, of 5,003; the others are left out to keep the page light. "
+        "The first 500 rows (in this order) have their detail; the others do not."
     )
     assert "stretch" not in " ".join(table.frame.columns) and "set" not in table.frame.columns
     assert "--rec rec.parquet" in section.reading and "--replay perjob.parquet" in section.reading

@@ -28,6 +28,7 @@ from ._darshan_counters import (
     reduce_module,
     split_streams,
 )
+from ._darshan_detail import CounterDetail, counter_detail
 from ._darshan_layout import MAGIC_NR, MODULES, RISKY_REGIONS, Layout, LayoutError, check_regions, parse_layout
 from ._darshan_lustre import FileLayouts, read_file_layouts
 
@@ -93,6 +94,9 @@ class DarshanJob:
 
     ``layouts`` are the file layouts of the log's LUSTRE records (:class:`FileLayouts`: stripe size and count,
     first OST, the file system's OST count, and why a file has none); None when the log has no LUSTRE module.
+
+    ``detail`` is what the counters say of the requests beyond the totals (:class:`CounterDetail`: request sizes,
+    access order, metadata time, each rank's bytes and time), for the job detail.
     """
 
     meta: dict
@@ -104,6 +108,7 @@ class DarshanJob:
     partial_dxt: bool
     syncs: pl.DataFrame | None = None
     layouts: FileLayouts | None = None
+    detail: CounterDetail | None = None
 
     @property
     def requests(self) -> pl.DataFrame | None:
@@ -558,6 +563,9 @@ def _read_all(b, path: Path) -> DarshanJob:
         try:
             parts = [part for records in counter_records for part in records.reduce(meta["nprocs"])]
             counters, modules = job_counters(parts, meta["nprocs"])
+            detail = counter_detail(
+                [(r.module, r.records, r.cnames, r.fnames) for r in counter_records], meta["nprocs"]
+            )
         except InputError as exc:
             raise InputError(f"{path}: {exc}") from None
         source = "heatmap" if heatmap is not None else "dxt" if dxt else "counters"
@@ -570,6 +578,7 @@ def _read_all(b, path: Path) -> DarshanJob:
             source=source,
             partial_dxt=_partial(log, dxt),
             syncs=_syncs(counter_records, names) if dxt and names is not None else None,
+            detail=detail,
         )
     except BaseException:
         mark_unsafe()
