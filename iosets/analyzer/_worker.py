@@ -148,6 +148,7 @@ def analyze_requests(ops: pl.DataFrame, *, source: str = "ops", min_confidence: 
         .with_columns(
             pl.lit("").alias("user"),
             pl.lit("").alias("app"),
+            pl.lit(None, pl.Int64).alias("nodes"),
             pl.lit(None, pl.String).alias("modules"),
             pl.lit(source).alias("source"),
             pl.lit("ops").alias("rhythm_from"),
