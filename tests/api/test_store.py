@@ -175,11 +175,17 @@ def test_a_store_made_before_the_nodes_column_gains_it_and_keeps_its_jobs(empty_
         for migration in MIGRATIONS[:2]:
             migration(conn)
         conn.execute(sa.insert(schema_version).values(version=2))
-        conn.execute(sa.text("INSERT INTO jobs (job_id, \"user\", app, nprocs, received_at) VALUES ('old', 'u', 'A', 8, 1)"))
+        conn.execute(
+            sa.text("INSERT INTO jobs (job_id, \"user\", app, nprocs, received_at) VALUES ('old', 'u', 'A', 8, 1)")
+        )
     engine.dispose()
     store = Store(empty_store_url)
     assert store.schema_version() == 3
-    assert {key: store.get_job("old")[key] for key in ("app", "nprocs", "nodes")} == {"app": "A", "nprocs": 8, "nodes": None}
+    assert {key: store.get_job("old")[key] for key in ("app", "nprocs", "nodes")} == {
+        "app": "A",
+        "nprocs": 8,
+        "nodes": None,
+    }
     store.insert_job({"job_id": "new", "user": "u", "app": "A", "nodes": 4}, received_at=2.0)
     assert store.history(app="A").sort("job_id").select("job_id", "nodes").rows() == [("new", 4), ("old", None)]
     store.close()
