@@ -5,6 +5,7 @@ fake's folder (``job_env``). The cap and the folder checks are read in process.
 """
 
 import calendar
+import fcntl
 import json
 import os
 import stat
@@ -168,3 +169,18 @@ def test_an_epilog_that_cannot_spool_says_the_row_is_lost(tmp_path):
         done.stderr.splitlines()[1] == f"iosets: job 88: not spooled: spool {blocked}: not a folder (a link or a file)"
     )
     assert os.path.isfile(blocked)
+
+
+def test_one_drain_at_a_time_and_none_past_its_time(tmp_path):
+    pending, _ = add_rows(tmp_path / "spool", ["1", "2"])
+    posted: list[str] = []
+
+    def post(row, timeout):
+        posted.append(row["job_id"])
+
+    with open(tmp_path / "spool" / spool.LOCK, "w") as held:  # another drain (an epilog, the timer) is running
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert pending.drain(post, lambda: 10.0) == spool.Drained(0, 0, 2)
+    assert pending.drain(post, lambda: 0.0) == spool.Drained(0, 0, 2)  # no time left: nothing sent
+    assert posted == []
+    assert pending.drain(post, lambda: 10.0) == spool.Drained(2, 0, 0) and posted == ["1", "2"]  # oldest first

@@ -94,15 +94,16 @@ class Spool:
                     break
                 try:
                     row = self._read(path)
-                    post(row, timeout)
-                except Rejected as refused:
-                    self._set_aside(path, str(refused))
-                    rejected += 1
-                    continue
                 except FileNotFoundError:  # dropped by a full spool meanwhile
                     continue
                 except ValueError as bad:  # not a row this spool wrote
                     self._set_aside(path, f"unreadable: {bad}")
+                    rejected += 1
+                    continue
+                try:
+                    post(row, timeout)
+                except Rejected as refused:
+                    self._set_aside(path, str(refused))
                     rejected += 1
                     continue
                 except Exception as error:  # noqa: BLE001 - the service is away: the row waits
