@@ -81,6 +81,7 @@ def log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
         "user": str(meta.get("user", "")),
         "app": meta.get("app", ""),
         "nprocs": meta.get("nprocs"),
+        "nodes": None,  # a Darshan log does not record it
         "start": meta.get("start"),
         "end": meta.get("end"),
         "runtime": meta.get("runtime"),
