@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from .hookkit import SLURM_HOOKS, StubService, closed_port, fake_scontrol, learned_jobs
-from .test_hooks import job_env, load_module, run_hook
+from .hookkit import SLURM_HOOKS, StubService, closed_port, fake_scontrol, give, learned_jobs
+from .test_hooks import DARSHAN_LOG, LOG_UID, job_env, load_module, run_hook, user_logs  # noqa: F401 (fixture)
 
 spool = load_module(SLURM_HOOKS / "iosets_slurmctld.py", "slurmctld_of_spool").load_module(
     SLURM_HOOKS / "spool.py", "spool_under_test"
@@ -91,6 +91,30 @@ def test_a_hung_service_spools_the_row_within_the_epilogs_deadline(tmp_path):
     assert float(lost.split()[-2]) < 3.0 - 0.5  # the post left the 0.5 s the spool keeps
     assert kept == f"iosets: job 88: spooled as {path}: posted when the service answers"
     assert json.loads(path.read_text()) == ROW_88
+
+
+def test_a_log_the_hung_service_did_not_answer_leaves_time_to_spool_the_jobs_row(tmp_path, request):
+    logs = request.getfixturevalue("user_logs") / "logs"  # the job's user's folder, every user may enter
+    log = logs / "88.darshan"
+    log.write_bytes(DARSHAN_LOG.read_bytes())
+    give(log, LOG_UID)
+    stub = StubService(hold=True)
+    fake = fake_scontrol(tmp_path / "bin", end="2026-11-23T16:31:12")
+    env = ended(fake, stub.url, "88", IOSETS_POST_TIMEOUT="30", IOSETS_EPILOG_TIMEOUT="5")
+    env |= {"SLURM_JOB_UID": str(LOG_UID), "SLURM_JOB_GID": str(LOG_UID)}
+    env["IOSETS_DARSHAN_PATTERN"] = str(logs / "%j.darshan")
+    try:
+        done = run_hook("epilog_slurmctld", env)
+    finally:
+        stub.close()
+    (path,) = spooled(env)
+    assert done.returncode == 3 and [r["path"] for r in stub.requests] == ["/v1/jobs"]  # the log's post only
+    assert b'name="log"' in stub.requests[0]["body"]
+    lost, kept = done.stderr.splitlines()
+    assert lost.startswith(f"iosets: job 88: not posted: {stub.url}/v1/jobs: no answer within ")
+    assert float(lost.split()[-2]) < 5.0 - 2.5  # the post left 2 s for the job's row and 0.5 s for the spool
+    assert kept == f"iosets: job 88: spooled as {path}: posted when the service answers"
+    assert json.loads(path.read_text()) == {**ROW_88, "user": str(LOG_UID)}  # what Slurm knows, not the log
 
 
 def add_rows(folder: Path, job_ids, **cap) -> tuple:
