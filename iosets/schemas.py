@@ -375,6 +375,15 @@ _JOB_COLUMNS = (
     Column("app", pl.String, "Application: executable basename or job name.", required=False, nullable=True),
     Column("nprocs", pl.Int64, "Processes.", required=False, nullable=True, check=pl.col("nprocs") >= 1, expect=">= 1"),
     Column(
+        "nodes",
+        pl.Int64,
+        "Nodes the job ran on, as its scheduler counts them (null in a Darshan log's row).",
+        required=False,
+        nullable=True,
+        check=pl.col("nodes") >= 1,
+        expect="an integer >= 1",
+    ),
+    Column(
         "start",
         pl.Float64,
         "Start date (s since the epoch).",

@@ -86,6 +86,7 @@ def log_row(job: DarshanJob, path: str, min_confidence: float) -> dict:
         "user": str(meta.get("user", "")),
         "app": meta.get("app", ""),
         "nprocs": meta.get("nprocs"),
+        "nodes": None,  # a Darshan log does not record it
         "start": meta.get("start"),
         "end": meta.get("end"),
         "runtime": meta.get("runtime"),
@@ -153,6 +154,7 @@ def analyze_requests(ops: pl.DataFrame, *, source: str = "ops", min_confidence: 
         .with_columns(
             pl.lit("").alias("user"),
             pl.lit("").alias("app"),
+            pl.lit(None, pl.Int64).alias("nodes"),
             pl.lit(None, pl.String).alias("modules"),
             pl.lit(source).alias("source"),
             pl.lit("ops").alias("rhythm_from"),

@@ -125,7 +125,12 @@ def _index_jobs(conn: sa.Connection) -> None:
     conn.execute(sa.text("CREATE INDEX IF NOT EXISTS jobs_start ON jobs (start, job_id)"))
 
 
-MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_tables, _index_jobs)
+def _add_nodes(conn: sa.Connection) -> None:
+    """Migration 3: the jobs' node count (JOBS ``nodes``), null for the jobs stored before."""
+    conn.execute(sa.text("ALTER TABLE jobs ADD COLUMN nodes BIGINT"))
+
+
+MIGRATIONS: tuple[Callable[[sa.Connection], None], ...] = (_create_tables, _index_jobs, _add_nodes)
 """Migration steps in order; step i (1-based) brings the schema to version i. Append, never edit: a new JOBS
 column needs a numbered migration."""
 

@@ -51,7 +51,11 @@ class Unreachable(Exception):
 
 
 class Refused(Exception):
-    """The service answered with an error status; the message carries its ``detail``."""
+    """The service answered with an error ``status`` (None: not an HTTP error); the message carries its ``detail``."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -190,7 +194,7 @@ def _send(request: urllib.request.Request, timeout: float) -> tuple[int, str]:
                     time.sleep(wait)
                     continue
                 later = "" if wait is None else f" (Retry-After {wait:g} s: past the {timeout:g} s timeout)"
-                outcome.append(Refused(f"HTTP {error.code}: {_detail(error)}{later}"))
+                outcome.append(Refused(f"HTTP {error.code}: {_detail(error)}{later}", error.code))
             except (OSError, ValueError) as error:  # URLError, timeouts, resets, a malformed URL
                 reason = getattr(error, "reason", error)  # URLError wraps a connect timeout; a slow answer is bare
                 timed_out = isinstance(reason, (TimeoutError, socket.timeout))  # one class since Python 3.10

@@ -1,5 +1,6 @@
 """The shipped scheduler hooks: Slurm prolog/epilog (subprocesses, fake scontrol), job_submit.lua, Flux, PBS."""
 
+import base64
 import calendar
 import importlib.util
 import json
@@ -54,11 +55,13 @@ def run_hook(name: str, env: dict, folder: Path = SLURM_HOOKS) -> subprocess.Com
 
 
 def job_env(fake: dict, url: str, token: str | None = None, **slurm) -> dict:
-    """A slurmctld-like environment: the job's SLURM_* variables, the fake scontrol first on PATH, the service.
+    """A slurmctld-like environment: the job's SLURM_* variables, the fake scontrol first on PATH, the service,
+    the epilog's spool in the fake scontrol's folder.
 
     The client waits up to 30 s: a live service's first answer may wait for a refit.
     """
-    env = {**fake, "IOSETS_URL": url, "IOSETS_TIMEOUT": "30", "TZ": "UTC", "SLURM_JOB_ID": "77"}
+    spool = str(Path(fake["FAKE_SCONTROL_LOG"]).parent / "spool")  # beside the fake scontrol, never /var/spool
+    env = {**fake, "IOSETS_URL": url, "IOSETS_TIMEOUT": "30", "TZ": "UTC", "SLURM_JOB_ID": "77", "IOSETS_SPOOL": spool}
     env |= {"SLURM_JOB_UID": "1001", "SLURM_JOB_GID": "1001", "SLURM_JOB_USER": "alice", "SLURM_JOB_NAME": "A", **slurm}
     return env | ({"IOSETS_TOKEN": token} if token else {})
 
@@ -313,9 +316,11 @@ def test_epilog_with_a_hung_service_ends_within_its_deadline(tmp_path):
     finally:
         stub.close()
     assert done.returncode == 3 and len(stub.requests) == 1
-    # the post got what the deadline left (under 1.5 s), never IOSETS_POST_TIMEOUT's 30
-    lost = rf"iosets: job 88: not posted: {stub.url}/v1/jobs: no answer within (1\.[0-4]|0\.)\d* s\n"
-    assert re.fullmatch(lost, done.stderr)
+    # the post got what the deadline left (under 1.5 s less the spool's 0.5 s), never IOSETS_POST_TIMEOUT's 30
+    lost = rf"iosets: job 88: not posted: {stub.url}/v1/jobs: no answer within 0\.\d+ s\n"
+    spool = re.escape(str(tmp_path / "bin" / "spool"))
+    spooled = rf"iosets: job 88: spooled as {spool}/\d{{20}}-\d+-88\.json: posted when the service answers\n"
+    assert re.fullmatch(lost + spooled, done.stderr)
 
 
 def test_darshan_pattern_expansion(tmp_path):
@@ -417,6 +422,9 @@ APP_KEYS = {  # batch script -> the app key (what app_name gives the program Dar
     "#!/bin/sh\n" + "#" * 70_000 + "\nsrun ./late\n": "NAME",  # past the first 64 KiB: not read
     "#!/bin/sh\n# only comments\n": "NAME",  # no program: the job's name
     "srun": "NAME",
+    "#!/bin/sh\n# flux: -N 2\nflux resource list\nflux run -N 2 -n 8 --label-io /opt/lammps/bin/lmp -in x\n": "lmp",
+    "flux submit --cc=1-4 -n2 python3 train.py": "train.py",
+    "flux jobs -a": "flux",  # not a launch: the program is flux itself
 }
 
 
@@ -445,7 +453,7 @@ def test_the_lua_rule_lists_the_words_app_key_lists():
     """Launchers, their flags, setup commands, prefixes and constructs: the same sets in Lua and in Python."""
     source = (SLURM_HOOKS / "job_submit.lua").read_text()
     app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_words")
-    for name in ("LAUNCHERS", "LAUNCHER_FLAGS", "SETUP", "PREFIXES", "CONSTRUCTS"):
+    for name in ("LAUNCHERS", "LAUNCHER_FLAGS", "FLUX_LAUNCHES", "SETUP", "PREFIXES", "CONSTRUCTS"):
         listed = re.search(rf"^local IOSETS_{name} = iosets_set\((.*?)\)$", source, re.MULTILINE | re.DOTALL)
         assert listed is not None, name
         assert set(re.findall(r'"([^"]*)"', listed[1])) == getattr(app_key, name), name
@@ -540,9 +548,65 @@ def test_flux_frobnicator_annotates_the_jobspec(flux_stub, learned, tmp_path, mo
     assert plugin.frob(jobspec, 1001, 0, 16) is None
     served = learned.get("/v1/recommendation", app="A", user="1001", nprocs=8, requested_time=3600.0).json()
     assert jobspec.attributes["system"]["iosets"] == served and (served["set"], served["nprocs"]) == (2, 8)
-    named = flux_jobspec(job={"name": "renamed"})
+    named = flux_jobspec(job={"name": "renamed"})  # the name is no key: the program is
     plugin.frob(named, 1001, 0, 16)
-    assert named.attributes["system"]["iosets"]["app"] == "renamed"
+    assert named.attributes["system"]["iosets"]["app"] == "A"
+
+
+BATCH_SCRIPT = "#!/bin/bash\n# flux: -N 2\nmodule load lammps\nflux run -N 2 -n 8 --label-io lmp -in in.lj\n"
+FLUX_BATCH = {  # flux batch -N 2 -t 60 batch.sh, as flux-core's Jobspec.from_batch_command records it
+    "version": 1,
+    "resources": [
+        {
+            "type": "node",
+            "count": 2,
+            "with": [{"type": "slot", "count": 1, "label": "task", "with": [{"type": "core", "count": 4}]}],
+        }
+    ],
+    "tasks": [{"command": ["flux", "broker", "{{tmpdir}}/script"], "slot": "task", "count": {"per_slot": 1}}],
+    "attributes": {
+        "system": {
+            "duration": 3600.0,
+            "cwd": "/home/alice/run",
+            "job": {"name": "batch.sh"},
+            "files": {"script": {"data": BATCH_SCRIPT, "encoding": "utf-8", "perms": 448}},
+        }
+    },
+}
+FLUX_RUN = {  # flux submit -N 2 -n 8 python3 -u /home/alice/train.py --lr 1
+    "version": 1,
+    "resources": [
+        {
+            "type": "node",
+            "count": 2,
+            "with": [{"type": "slot", "count": 4, "label": "task", "with": [{"type": "core", "count": 1}]}],
+        }
+    ],
+    "tasks": [
+        {"command": ["python3", "-u", "/home/alice/train.py", "--lr", "1"], "slot": "task", "count": {"total": 8}}
+    ],
+    "attributes": {"system": {"duration": 0, "cwd": "/home/alice", "job": {"name": "python3"}}},
+}
+
+
+@pytest.mark.parametrize(
+    "record, key",
+    [
+        (FLUX_BATCH, "lmp"),  # the program its script launches (flux run inside the script is a launcher)
+        (FLUX_RUN, "train.py"),  # the program of its command line, as Darshan names it
+        ({**FLUX_BATCH, "attributes": {"system": {"job": {"name": "batch.sh"}}}}, "batch.sh"),  # no script: its name
+    ],
+    ids=["flux-batch", "flux-submit", "no-script"],
+)
+def test_flux_keys_a_job_by_its_program_as_slurm_does(flux_stub, record, key):
+    plugin = load_module(HOOKS / "flux" / "iosets_frobnicator.py", "iosets_frobnicator")
+    jobspec = Jobspec(json.loads(json.dumps(record)))
+    assert plugin.job_app(jobspec) == key
+    app_key = load_module(SLURM_HOOKS / "app_key.py", "iosets_app_key_flux")
+    assert app_key.app_key(script=BATCH_SCRIPT, name="x") == "lmp"  # the Slurm hooks' key of the same script
+    encoded = {"data": base64.b64encode(BATCH_SCRIPT.encode()).decode(), "encoding": "base64"}
+    jobspec.attributes["system"]["files"] = {"script": encoded}
+    assert plugin.job_app(jobspec) == "lmp"
 
 
 def test_flux_frobnicator_never_refuses_a_job(flux_stub, tmp_path, monkeypatch):
@@ -584,8 +648,12 @@ class Resources(dict):
 
 
 class PbsJob:
+    """A PBS job of a script (``qsub job.sh``): unset attributes (``executable``, ``argument_list``) read as None."""
+
     def __init__(self, **resources):
         self.id, self.Job_Name, self.euser, self.Job_Owner = "1234.pbs", "A", "root", "root@login"
+        self.Submit_arguments = "<jsdl-hpcpa:Argument>job.sh</jsdl-hpcpa:Argument>"
+        self.executable = self.argument_list = None
         self.Resource_List = Resources(resources)
         self.comment = None
 
@@ -643,3 +711,34 @@ def test_pbs_runjob_hook_imports_a_copied_client(pbs_stub, tmp_path, monkeypatch
     namespace = runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
     assert namespace["client"].__file__ == str(tmp_path / "iosets_client.py")
     assert pbs_stub.job.comment.startswith("iosets set=99 ")
+
+
+def jsdl(tag: str, *values: str) -> str:
+    return "".join(f"<jsdl-hpcpa:{tag}>{value}</jsdl-hpcpa:{tag}>" for value in values)
+
+
+@pytest.mark.parametrize(
+    "executable, arguments, key",
+    [
+        ("/opt/openmpi/bin/mpirun", ("-np", "128", "./wrf.exe"), "wrf.exe"),  # qsub -- mpirun -np 128 ./wrf.exe
+        ("/bin/sleep", ("500",), "sleep"),  # qsub -- /bin/sleep 500 (qstat -f: executable, argument_list)
+        ("/usr/bin/python3", ("-u", "/home/a&amp;b/train.py"), "train.py"),  # XML-escaped in the record
+        (None, (), "A"),  # qsub job.sh: a runjob hook has no script to read, the job's name is the key
+    ],
+)
+def test_pbs_keys_a_job_by_its_program_as_slurm_does(pbs_stub, tmp_path, executable, arguments, key):
+    if executable is not None:
+        pbs_stub.job.executable, pbs_stub.job.argument_list = (
+            jsdl("Executable", executable),
+            jsdl("Argument", *arguments),
+        )
+    stub = StubService()
+    (tmp_path / "iosets_runjob.json").write_text(json.dumps({"url": stub.url, "timeout": 30}))
+    pbs_stub.hook_config_filename = str(tmp_path / "iosets_runjob.json")
+    try:
+        runpy.run_path(str(HOOKS / "pbs" / "iosets_runjob.py"))
+    finally:
+        stub.close()
+    (request,) = stub.requests
+    assert request["path"].startswith(f"/v1/recommendation?app={key}&user=0&nprocs=16&")
+    assert pbs_stub.accepted == [True] and pbs_stub.logged == []

@@ -4,7 +4,8 @@ Debian's ``slurmctld``, ``slurmd`` and ``munge`` run as root in a temporary fold
 munged on its own socket, ``AuthInfo=socket=...``), ``sbatch --wrap`` jobs pass through the hooks,
 and the test checks the AdminComment they stamp and the rows the epilog posts to a live
 ``iosets serve``: from an empty store and from a learned one, and while the service hangs
-(SIGSTOP) or is stopped. A job's app is the program its script runs (a script named like
+(SIGSTOP) or is stopped (the rows then wait in the epilog's spool and reach the store once the
+service is back, each job once). A job's app is the program its script runs (a script named like
 the app in ``bin/``), never its name. Skipped with the reason when Slurm or munge is missing (or not root); failed
 instead when ``IOSETS_REQUIRE_SLURM=1``.
 """
@@ -114,11 +115,15 @@ class Slurm:
         conf = SLURM_CONF.format(d=folder, ctld_port=free_port(), d_port=free_port())
         (folder / "slurm.conf").write_text(conf)
         shutil.copy(SLURM_HOOKS / "job_submit.lua", folder / "job_submit.lua")  # beside slurm.conf
-        for name in ("prolog_slurmctld", "epilog_slurmctld", "iosets_slurmctld.py", "job_log.py", "app_key.py"):
+        for name in ("prolog_slurmctld", "epilog_slurmctld", "drain_spool", "iosets_slurmctld.py", "job_log.py"):
+            shutil.copy2(SLURM_HOOKS / name, folder / "hooks" / name)
+        for name in ("spool.py", "app_key.py"):
             shutil.copy2(SLURM_HOOKS / name, folder / "hooks" / name)
         shutil.copy(CLIENT, folder / "hooks" / "client.py")
         shutil.copy(APP_NAME, folder / "hooks" / "app_name.py")
+        self.spool = folder / "iosets-spool"  # the epilog makes it (SlurmUser=root)
         self.settings = {**service_env, "SLURM_CONF": str(folder / "slurm.conf"), "PATH": "/usr/bin:/bin"}
+        self.settings["IOSETS_SPOOL"] = str(self.spool)
         self.configure()
 
     def configure(self, **settings: str) -> None:
@@ -242,7 +247,8 @@ def test_slurm_jobs_carry_the_services_answer_and_are_posted(start_slurm):
         shown, row = slurm.job(job_id), server.get(f"/v1/jobs/{job_id}").json()
         start = time.mktime(time.strptime(shown["StartTime"], "%Y-%m-%dT%H:%M:%S"))
         end = time.mktime(time.strptime(shown["EndTime"], "%Y-%m-%dT%H:%M:%S"))
-        assert (row["app"], row["user"], row["nprocs"], row["start"], row["end"]) == (app, "0", 1, start, end)
+        assert (row["app"], row["user"], row["nprocs"], row["nodes"], row["start"]) == (app, "0", 1, 1, start)
+        assert row["end"] == end
         assert row["runtime"] == end - start
     assert len(server.get("/v1/jobs", app="A").json()["jobs"]) == 21  # the 20 learned ones and the Slurm job
 
@@ -256,17 +262,25 @@ def test_slurm_tags_from_an_empty_store_and_stores_jobs_without_darshan_logs(sta
     wait_for(f"job {job} completed", lambda: slurm.job(job)["JobState"] == "COMPLETED")
     wait_for(f"job {job} posted", lambda: server.get(f"/v1/jobs/{job}").status_code == 200)
     row = server.get(f"/v1/jobs/{job}").json()  # no Darshan log: what Slurm knows, under the app key
-    assert (row["app"], row["user"], row["nprocs"], row["w_iter"], row["path"]) == ("A", "0", 1, None, None)
+    assert (row["app"], row["user"], row["nprocs"], row["nodes"], row["w_iter"], row["path"]) == (
+        "A",
+        "0",
+        1,
+        1,  # NumNodes: what Slurm knows without a log
+        None,
+        None,
+    )
     assert row["runtime"] is not None and row["runtime"] >= 0
 
 
-def test_slurm_keeps_the_tag_and_ends_jobs_while_the_service_hangs_or_is_stopped(start_slurm):
+def test_slurm_keeps_the_tag_ends_jobs_and_spools_rows_while_the_service_hangs_or_is_stopped(start_slurm):
     slurm, server = start_slurm(learned=True)
     slurm.configure(IOSETS_PROLOG_TIMEOUT="3", IOSETS_EPILOG_TIMEOUT="3")  # IOSETS_TIMEOUT stays 30
     submitted = "iosets set=2 priority=0.01 source=lua:app"
     log = slurm.d / "slurmctld.log"
     # one app per outage: the post a hung service receives is stored once it resumes, and the refit it causes may
     # give app A's Lua entry a row for this user (source=lua:user) before the second job is submitted
+    away = {}
     for outage, app in (("hangs", "A"), ("stopped", "B")):
         job = slurm.sbatch("--hold", "-t", "10", "--wrap", slurm.program(app))
         assert slurm.job(job)["AdminComment"] == submitted
@@ -285,3 +299,19 @@ def test_slurm_keeps_the_tag_and_ends_jobs_while_the_service_hangs_or_is_stopped
             server.process.send_signal(signal.SIGCONT)
         assert slurm.job(job)["AdminComment"] == submitted  # never replaced by the default answer
         assert f"JobId={job} EpilogSlurmctld exit status 3:0" in log.read_text()  # 3: the service did not answer
+        away[job] = app
+    spooled = sorted(path.name.rsplit("-", 1)[1] for path in slurm.spool.glob("*.json"))
+    assert spooled == sorted(f"{job}.json" for job in away)  # both rows wait in the spool, nothing lost
+    server.restart()  # the service is back: the next epilog posts the spooled rows after its own job
+    slurm.configure(IOSETS_EPILOG_TIMEOUT="40", IOSETS_SPOOL_DRAIN_TIME="30")  # a loaded machine's refits
+    after = slurm.sbatch("-t", "10", "--wrap", slurm.program("A"))
+    for job in (*away, after):
+        wait_for(f"job {job} stored", lambda j=job: server.get(f"/v1/jobs/{j}").status_code == 200, [log])
+    wait_for("the spool drained", lambda: not list(slurm.spool.glob("*.json")), [log])
+    for job, app in away.items():
+        row = server.get(f"/v1/jobs/{job}").json()
+        assert (row["app"], row["user"], row["nprocs"], row["nodes"]) == (app, "0", 1, 1)
+    stored = {app: server.get("/v1/jobs", app=app).json()["jobs"] for app in ("A", "B")}
+    slurm_jobs = sorted(j["job_id"] for app in stored for j in stored[app] if not j["job_id"].startswith(f"{app}-"))
+    assert slurm_jobs == sorted([*away, after])
+    assert (len(stored["A"]), len(stored["B"])) == (22, 21)  # 20 learned each, each Slurm job once

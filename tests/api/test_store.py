@@ -8,14 +8,17 @@ import pytest
 import sqlalchemy as sa
 
 from iosets.api import _store
+from iosets.api._settings import Settings
 from iosets.api._store import MIGRATIONS, Store, jobs, metadata, missing_columns, policies, schema_version, tokens
 from iosets.errors import IosetsError
 from iosets.schemas import JOBS, Column
 
+from .postgres import postgres_database, postgres_server  # noqa: F401  (fixtures)
+
 
 def test_a_new_store_is_at_the_last_migration(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'iosets.db'}")
-    assert store.schema_version() == len(MIGRATIONS) == 2
+    assert store.schema_version() == len(MIGRATIONS) == 3
     with store.engine.connect() as conn:
         indexes = {index["name"] for index in sa.inspect(conn).get_indexes("jobs")}
         journal = conn.exec_driver_sql("PRAGMA journal_mode").scalar()
@@ -33,11 +36,11 @@ def test_an_old_store_is_upgraded_in_place_and_keeps_its_jobs(tmp_path):
         conn.execute(sa.insert(jobs).values(job_id="old", user="u", app="A", received_at=1.0))
     engine.dispose()
     store = Store(url)
-    assert store.schema_version() == 2
+    assert store.schema_version() == 3
     assert store.get_job("old")["app"] == "A"
     with store.engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(schema_version)).scalar() == 1
-    assert Store(url).schema_version() == 2  # reopening applies nothing
+    assert Store(url).schema_version() == 3  # reopening applies nothing
 
 
 def _columns(store, table):
@@ -47,7 +50,8 @@ def _columns(store, table):
 
 def test_the_stored_tables_have_the_columns_of_jobs_after_every_migration(tmp_path):
     store = Store(f"sqlite:///{tmp_path / 'iosets.db'}")  # fails first if a JOBS column lacks its migration
-    assert _columns(store, "jobs") == [*JOBS.names, "received_at"]
+    frozen = [name for name in JOBS.names if name != "nodes"]  # migration 1's, then each added one
+    assert _columns(store, "jobs") == [*frozen, "received_at", "nodes"]
     assert _columns(store, "policies") == [column.name for column in policies.columns]
     assert _columns(store, "tokens") == [column.name for column in tokens.columns]
     with store.engine.connect() as conn:
@@ -68,7 +72,7 @@ def test_a_jobs_column_without_its_migration_is_refused_naming_it(tmp_path, monk
     Store(url).close()
     monkeypatch.setattr(_store, "JOBS", _jobs_with_queue())
     message = (
-        f"store {re.escape(url)} at schema version 2 lacks column.s. jobs.queue that this iosets uses: "
+        f"store {re.escape(url)} at schema version 3 lacks column.s. jobs.queue that this iosets uses: "
         "a new JOBS column needs a numbered migration"
     )
     with pytest.raises(IosetsError, match=message):
@@ -81,16 +85,17 @@ def test_a_new_numbered_migration_adds_the_column_and_keeps_the_rows(tmp_path, m
     url = f"sqlite:///{tmp_path / 'iosets.db'}"
     today = Store(url)
     today.insert_job({"job_id": "old", "user": "u", "app": "A", "w_iter": 4.0}, received_at=1.0)
+    columns = _columns(today, "jobs")
     today.close()
     monkeypatch.setattr(_store, "JOBS", _jobs_with_queue())
     monkeypatch.setattr(_store, "MIGRATIONS", (*MIGRATIONS, _add_queue))
     upgraded = Store(url)
-    assert upgraded.schema_version() == 3
-    assert _columns(upgraded, "jobs") == [*JOBS.names, "received_at", "queue"]
+    assert upgraded.schema_version() == 4
+    assert _columns(upgraded, "jobs") == [*columns, "queue"]
     with upgraded.engine.connect() as conn:
         rows = conn.execute(sa.text("SELECT job_id, app, w_iter, received_at, queue FROM jobs")).all()
     assert rows == [("old", "A", 4.0, 1.0, None)]
-    assert Store(url).schema_version() == 3  # reopening applies nothing
+    assert Store(url).schema_version() == 4  # reopening applies nothing
     assert _columns(Store("sqlite://"), "jobs")[-1] == "queue"  # a new store gets it too
 
 
@@ -153,3 +158,34 @@ def test_tokens_are_found_by_hash_until_revoked():
     store.revoke_token(token_id)
     assert store.token_scopes("ab" * 32) is None
     assert [row["revoked"] for row in store.tokens()] == [True]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def empty_store_url(request, tmp_path):
+    """The URL of an empty store: a SQLite file, or a new database on the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'iosets.db'}"
+    return Settings(database=request.getfixturevalue("postgres_database")).store_url
+
+
+def test_a_store_made_before_the_nodes_column_gains_it_and_keeps_its_jobs(empty_store_url):
+    engine = sa.create_engine(empty_store_url)
+    with engine.begin() as conn:  # a store of schema version 2, as the release before nodes made it
+        metadata.create_all(conn, tables=[schema_version])
+        for migration in MIGRATIONS[:2]:
+            migration(conn)
+        conn.execute(sa.insert(schema_version).values(version=2))
+        conn.execute(
+            sa.text("INSERT INTO jobs (job_id, \"user\", app, nprocs, received_at) VALUES ('old', 'u', 'A', 8, 1)")
+        )
+    engine.dispose()
+    store = Store(empty_store_url)
+    assert store.schema_version() == 3
+    assert {key: store.get_job("old")[key] for key in ("app", "nprocs", "nodes")} == {
+        "app": "A",
+        "nprocs": 8,
+        "nodes": None,
+    }
+    store.insert_job({"job_id": "new", "user": "u", "app": "A", "nodes": 4}, received_at=2.0)
+    assert store.history(app="A").sort("job_id").select("job_id", "nodes").rows() == [("new", 4), ("old", None)]
+    store.close()

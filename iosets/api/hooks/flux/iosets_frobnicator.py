@@ -5,11 +5,18 @@ is down) goes to ``attributes.system.iosets``; the job is never refused. Enable 
 broker config (``[ingest.frobnicator] plugins = ["defaults", "constraints", "/path/to/iosets_frobnicator.py"]``)
 and configure it in an ``[iosets]`` table: ``url``, ``token_file``, ``timeout`` (they override the
 client's ``IOSETS_URL``, ``IOSETS_TOKEN_FILE``, ``IOSETS_TIMEOUT`` variables). The client is ``iosets.api.client``,
-or ``client.py`` copied beside this file where iosets is not installed for Flux's Python.
+or ``client.py`` copied beside this file where iosets is not installed for Flux's Python; the app key's rule is the
+Slurm hooks' ``app_key.py`` of the package, or ``app_key.py`` and ``app_name.py`` copied beside this file.
+
+The job's app is keyed as the Slurm hooks key it (``app_key.py``): the program its batch script
+launches (``flux batch``: the script is in the jobspec, ``attributes.system.files.script``; ``flux
+run``/``submit`` inside it are launchers), else the program its command runs (``flux run``/``submit``:
+``tasks[0].command``, the whole command line, as Darshan reads it), else its name.
 """
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import sys
@@ -35,14 +42,37 @@ def _client() -> ModuleType:
     return client
 
 
+def _app_key() -> ModuleType:
+    """``app_key.py`` beside this file, else the Slurm hooks' one in the package (``iosets/api/hooks/slurm``)."""
+    here = Path(__file__).resolve().parent
+    for path in (here / "app_key.py", here.parent / "slurm" / "app_key.py"):
+        if path.is_file():
+            spec = importlib.util.spec_from_file_location("iosets_app_key", path)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules["iosets_app_key"] = module
+            spec.loader.exec_module(module)
+            return module
+    raise FileNotFoundError(f"no app_key.py beside {here} nor in {here.parent / 'slurm'}")
+
+
+def batch_script(jobspec) -> str | None:
+    """The script of a ``flux batch`` job (``attributes.system.files.script``, utf-8 or base64); None without one."""
+    script = jobspec.attributes.get("system", {}).get("files", {}).get("script")
+    if not isinstance(script, dict) or not isinstance(script.get("data"), str):
+        return None
+    if script.get("encoding") == "base64":
+        return base64.b64decode(script["data"]).decode("utf-8", "replace")
+    return script["data"]
+
+
 def job_app(jobspec) -> str:
-    """The job's app: its name (``flux submit --job-name``) else the basename of its command."""
-    system = jobspec.attributes.get("system", {})
-    name = system.get("job", {}).get("name")
-    if name:
-        return str(name)
-    command = jobspec.tasks[0].get("command", []) if jobspec.tasks else []
-    return Path(str(command[0])).name if command else ""
+    """The job's app key: its batch script's program, else its command's program, else its name (see the module)."""
+    name = str(jobspec.attributes.get("system", {}).get("job", {}).get("name") or "")
+    command = [str(word) for word in jobspec.tasks[0].get("command", [])] if jobspec.tasks else []
+    script = batch_script(jobspec)
+    nested = command[:1] == ["flux"]  # flux batch, flux alloc: a Flux instance runs the script or a shell
+    return _app_key().app_key(script=script, argv=() if nested or script is not None else command, name=name)
 
 
 def job_nprocs(jobspec) -> int | None:

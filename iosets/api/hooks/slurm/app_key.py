@@ -9,9 +9,14 @@ The hooks name a Slurm job the same way, from what Slurm's job record holds:
    the prolog and epilog; ``sbatch --wrap`` jobs have one too): the first command that a
    launcher (``srun``, ``mpirun``, ``mpiexec``...) starts, past the launcher's options; else the
    first command that is not shell setup (``cd``, ``export``, ``module``, ``source``...);
-2. else, for a job without a script (``srun``/``salloc``), its executable (``Command=`` holds
-   no argument: ``srun python3 x.py`` is ``python3``);
+2. else, for a job without a script, its command line: the program it launches (``mpirun -np 8
+   ./ior`` is ``ior``), read as Darshan reads it (Flux: ``flux run``'s command; PBS: ``qsub --``'s
+   executable and arguments); Slurm keeps only the executable of ``srun``/``salloc`` jobs
+   (``Command=`` holds no argument: ``srun python3 x.py`` is ``python3``);
 3. else the job's name, which the user chooses freely: the only key that matches by luck.
+
+A launcher is ``srun``, ``mpirun``... (:data:`LAUNCHERS`) or ``flux run``/``submit``/``bulksubmit``
+(a Flux batch script launches its program so).
 
 ``job_submit.lua`` holds the same rule in Lua (tests hold the two to the same answers).
 Limits: the script is read, not run, and only its first 64 KiB: a program named by a variable
@@ -26,6 +31,7 @@ import importlib.util
 import re
 import shlex
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
@@ -41,10 +47,12 @@ LAUNCHER_FLAGS = frozenset(
         *("--allow-run-as-root", "--report-bindings", "-report-bindings", "--display-map", "--tag-output"),
         *("-tag-output", "--timestamp-output", "--merge-stderr-to-stdout", "--noprefix", "--use-hwthread-cpus"),
         *("--bynode", "-bynode", "--byslot", "-byslot", "-genvall", "-genvnone", "-envall", "-envnone"),
-        *("-prepend-rank", "-verbose"),
+        *("-prepend-rank", "-verbose", "--label-io", "--wait", "--watch", "--progress", "--jps", "--dry-run"),
     }
 )
 """Launcher options that take no value; any other option without ``=`` takes the next word."""
+FLUX_LAUNCHES = frozenset({"run", "submit", "bulksubmit"})
+"""``flux`` subcommands that launch a program: ``flux run -N 2 ./lmp`` launches ``./lmp`` (a Flux batch script)."""
 SETUP = frozenset(
     {
         *("cd", "pushd", "popd", "export", "unset", "set", "shopt", "module", "ml", "source", ".", "ulimit"),
@@ -134,7 +142,9 @@ def launched(words: list[str]) -> tuple[bool, list[str]]:
         i += 1
     if i == len(words) or words[i] in CONSTRUCTS:
         return False, []
-    if words[i].rsplit("/", 1)[-1] not in LAUNCHERS:
+    if words[i].rsplit("/", 1)[-1] == "flux" and i + 1 < len(words) and words[i + 1] in FLUX_LAUNCHES:
+        i += 1  # flux run: a launcher of two words
+    elif words[i].rsplit("/", 1)[-1] not in LAUNCHERS:
         return False, _program_words(words[i:])
     i += 1
     while i < len(words) and words[i].startswith("-"):
@@ -167,10 +177,13 @@ def batch_command(script: str) -> list[str]:
     return first
 
 
-def app_key(*, script: str | None = None, command: str | None = None, name: str = "") -> str:
-    """The job's app key: from its batch ``script``, else its ``command`` (the executable, one word), else ``name``.
+def app_key(*, script: str | None = None, command: str | None = None, argv: Sequence[str] = (), name: str = "") -> str:
+    """The job's app key: from its batch ``script``, else its command line (``argv``: Flux, PBS), else its
+    ``command`` (the executable alone: Slurm), else ``name``.
 
     >>> app_key(script="#!/bin/bash\\n#SBATCH -J x\\ncd run\\nsrun -n 4 python3 -u /home/u/train.py --lr 1")
+    'train.py'
+    >>> app_key(argv=["mpirun", "-np", "8", "python3", "train.py"], name="x")
     'train.py'
     """
     app_name = load_app_name()
@@ -178,6 +191,9 @@ def app_key(*, script: str | None = None, command: str | None = None, name: str 
         words = batch_command(script)
         if words:
             return app_name(shlex.join(words)) or name
+    if argv:
+        _, words = launched(list(argv))
+        return app_name(shlex.join(words or argv)) or name
     if command and command != "(null)":
         return app_name(shlex.quote(command)) or name
     return name

@@ -62,6 +62,22 @@ LOG_MAX_MB = 64.0
 """Largest Darshan log the epilog reads (``IOSETS_LOG_MAX_MB``), MB."""
 READ_TIMEOUT = 5.0
 """Seconds the epilog gives the log's reading in all (``IOSETS_READ_TIMEOUT``)."""
+SPOOL = "/var/spool/iosets"
+"""Where the epilog keeps the rows the service did not take (``IOSETS_SPOOL``)."""
+SPOOL_MAX_FILES = 10000
+"""Rows the spool holds at most, set-aside ones included (``IOSETS_SPOOL_MAX_FILES``): the oldest are dropped."""
+SPOOL_MAX_MB = 16.0
+"""MB the spool holds at most (``IOSETS_SPOOL_MAX_MB``): the oldest rows are dropped."""
+SPOOL_TIME = 0.5
+"""Seconds of the epilog's deadline kept for writing its row to the spool."""
+ROW_TIME = 2.0
+"""Seconds of the epilog's deadline a log's post leaves for building the job's row (two ``scontrol`` calls)."""
+DRAIN_TIME = 2.0
+"""Seconds the epilog spends at most posting spooled rows once its job is posted (``IOSETS_SPOOL_DRAIN_TIME``)."""
+DRAIN_TIMEOUT = 60.0
+"""Seconds ``drain_spool`` takes at most (``IOSETS_DRAIN_TIMEOUT``)."""
+RETRIED = frozenset({401, 403, 408, 429})
+"""4xx statuses that say nothing against the row (token, timeout, rate): a spooled row is tried again."""
 TAG = re.compile(r"\s*\biosets set=\S+ priority=\S+ source=\S+( conservative)?")
 _FREE_TEXT = ("AdminComment=", "Comment=", "SystemComment=", "Command=", "WorkDir=", "StdErr=", "StdIn=", "StdOut=")
 
@@ -97,7 +113,13 @@ def load_client() -> ModuleType:
 
 
 def load_module(path: Path, name: str) -> ModuleType:
-    """The module in file ``path``, registered as ``name`` (a dataclass looks its module up by name)."""
+    """The module in file ``path``, registered as ``name`` (a dataclass looks its module up by name).
+
+    Loaded once: a second call gives the same module (its exception classes stay the ones caught).
+    """
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(path):
+        return loaded
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -106,28 +128,32 @@ def load_module(path: Path, name: str) -> ModuleType:
     return module
 
 
-def show_job(job_id: str, env: Mapping[str, str], deadline: Deadline) -> dict[str, str]:
+def show_job(job_id: str, env: Mapping[str, str], deadline: Deadline, *, keep: float = 0.0) -> dict[str, str]:
     """``scontrol show job ID`` as ``{field: value}``; empty when scontrol fails."""
-    shown = scontrol(["show", "job", job_id], env, deadline)
+    shown = scontrol(["show", "job", job_id], env, deadline, keep=keep)
     return parse_job(shown or "")
 
 
-def batch_script(record: Mapping[str, str], env: Mapping[str, str], deadline: Deadline) -> str | None:
+def batch_script(
+    record: Mapping[str, str], env: Mapping[str, str], deadline: Deadline, *, keep: float = 0.0
+) -> str | None:
     """The job's batch script (``scontrol write batch_script ID -``); None for a job without one.
 
     Only a batch job is asked: for another, scontrol prints its refusal on stdout and exits 0.
     """
     if not batch(record) or not record.get("JobId"):
         return None
-    return scontrol(["write", "batch_script", record["JobId"], "-"], env, deadline, quiet=True)
+    return scontrol(["write", "batch_script", record["JobId"], "-"], env, deadline, quiet=True, keep=keep)
 
 
-def scontrol(args: list[str], env: Mapping[str, str], deadline: Deadline, *, quiet: bool = False) -> str | None:
-    """``scontrol ARGS``'s output within the deadline (at most ``SCONTROL_TIMEOUT``); None when it fails.
+def scontrol(
+    args: list[str], env: Mapping[str, str], deadline: Deadline, *, quiet: bool = False, keep: float = 0.0
+) -> str | None:
+    """``scontrol ARGS``'s output within the deadline less ``keep`` (at most ``SCONTROL_TIMEOUT``); None when it fails.
 
     A failure is logged unless ``quiet`` (a job without a batch script is no trouble).
     """
-    timeout = deadline.left(SCONTROL_TIMEOUT)
+    timeout = deadline.left(SCONTROL_TIMEOUT, keep=keep)
     try:
         if timeout <= 0:
             raise subprocess.TimeoutExpired("scontrol", 0)
@@ -244,10 +270,10 @@ def prolog(environ: Mapping[str, str]) -> int:
 
 
 def finished_row(env: Mapping[str, str], record: Mapping[str, str], script: str | None = None) -> dict:
-    """The jobs-table row of a finished job: id, uid, app key, tasks, start, end, run time."""
+    """The jobs-table row of a finished job: id, uid, app key, tasks, nodes, start, end, run time."""
     request = job_request(env, record, script)
     start, end = epoch(record.get("StartTime")), epoch(record.get("EndTime"))
-    row = {key: request[key] for key in ("job_id", "user", "app", "nprocs")}
+    row = {key: request[key] for key in ("job_id", "user", "app", "nprocs")} | {"nodes": number(record.get("NumNodes"))}
     row |= {"start": start, "end": end, "runtime": end - start if start is not None and end is not None else None}
     return {key: value for key, value in row.items() if value is not None}
 
@@ -305,8 +331,11 @@ def positive(env: Mapping[str, str], key: str, default: float) -> float:
 def epilog(environ: Mapping[str, str]) -> int:
     """Post the finished job: its Darshan log when IOSETS_DARSHAN_PATTERN finds one it may read, else its row.
 
-    The row is what Slurm knows (app key, uid, tasks, start, end, run time): every finished job
-    is posted, with or without a log. Returns 0 when posted, else the code that says why not.
+    The row is what Slurm knows (app key, uid, tasks, nodes, start, end, run time): every
+    finished job is posted, with or without a log. A row the service could not take now (no
+    answer, or an error that is not the row's) is written to the spool instead; once the job is
+    posted, rows waiting in the spool are posted too, for at most ``IOSETS_SPOOL_DRAIN_TIME`` s.
+    Returns 0 when posted, else the code that says why not.
     """
     env = hook_environment(environ)
     deadline = Deadline(positive(env, "IOSETS_EPILOG_TIMEOUT", EPILOG_TIMEOUT))
@@ -314,38 +343,122 @@ def epilog(environ: Mapping[str, str]) -> int:
     connection = client.Connection.from_environment(env)
     job_id = env["SLURM_JOB_ID"]
     found = read_log(env, deadline)
+    failed = None  # why the service did not take the job now: its row goes to the spool
     try:
         if found is not None:
-            try:
-                timed = replace(connection, post_timeout=deadline.left(connection.post_timeout))
-                client.post_log(found.path, data=found.data, job_id=job_id, connection=timed)
+            timed = replace(connection, post_timeout=deadline.left(connection.post_timeout, keep=ROW_TIME + SPOOL_TIME))
+            failed = not_taken(
+                client, lambda: client.post_log(found.path, data=found.data, job_id=job_id, connection=timed)
+            )
+            if failed is None:
+                drain_spool(env, client, connection, deadline)
                 return 0
-            except client.Refused as error:  # a log the analyzer cannot read: the row still tells the job ran
-                log(f"job {job_id}: log {found.path} refused: {error}")
-        record = show_job(job_id, env, deadline)
-        row = finished_row(env, record, batch_script(record, env, deadline))
-        timed = replace(connection, post_timeout=deadline.left(connection.post_timeout))
-        client.post_job(row, connection=timed)
-    except client.Unreachable as error:
-        log(f"job {job_id}: not posted: {error}")
-        return EXIT_UNREACHABLE
-    except (client.Refused, OSError, ValueError) as error:
+            if isinstance(failed, client.Refused) and permanent(failed):  # a log the analyzer cannot read
+                log(f"job {job_id}: log {found.path} refused: {failed}")
+                failed = None  # the row still tells the job ran
+        record = show_job(job_id, env, deadline, keep=SPOOL_TIME)
+        row = finished_row(env, record, batch_script(record, env, deadline, keep=SPOOL_TIME))
+        if failed is None:
+            timed = replace(connection, post_timeout=deadline.left(connection.post_timeout, keep=SPOOL_TIME))
+            failed = not_taken(client, lambda: client.post_job(row, connection=timed))
+    except (OSError, ValueError) as error:
         log(f"job {job_id}: not posted: {error}")
         return EXIT_NOT_POSTED
-    return 0
+    if failed is None:
+        drain_spool(env, client, connection, deadline)
+        return 0
+    log(f"job {job_id}: not posted: {failed}")
+    if isinstance(failed, client.Refused) and permanent(failed):
+        return EXIT_NOT_POSTED
+    spool_row(env, row)
+    return EXIT_UNREACHABLE if isinstance(failed, client.Unreachable) else EXIT_NOT_POSTED
+
+
+def not_taken(client: ModuleType, post) -> Exception | None:
+    """None when ``post()`` stored the job, else why not (``client.Unreachable`` or ``client.Refused``)."""
+    try:
+        post()
+    except (client.Unreachable, client.Refused) as error:
+        return error
+    return None
+
+
+def permanent(error: Exception) -> bool:
+    """Whether the service refused a row for good: a 4xx other than 401, 403, 408 and 429 (the row is wrong)."""
+    status = getattr(error, "status", None)
+    return status is not None and 400 <= status < 500 and status not in RETRIED
+
+
+def open_spool(env: Mapping[str, str]):
+    """The spool of ``IOSETS_SPOOL`` (default :data:`SPOOL`), capped by ``IOSETS_SPOOL_MAX_FILES`` and ``_MAX_MB``."""
+    spool = load_module(HERE / "spool.py", "iosets_spool")
+    return spool.Spool(
+        env.get("IOSETS_SPOOL") or SPOOL,
+        max_files=int(positive(env, "IOSETS_SPOOL_MAX_FILES", SPOOL_MAX_FILES)),
+        max_bytes=int(positive(env, "IOSETS_SPOOL_MAX_MB", SPOOL_MAX_MB) * 2**20),
+        log=log,
+    )
+
+
+def spool_row(env: Mapping[str, str], row: dict) -> None:
+    """Write the row the service did not take to the spool; one line says where, or why it could not."""
+    job_id = row.get("job_id")
+    try:
+        path = open_spool(env).add(row)
+    except Exception as error:  # noqa: BLE001 - SpoolError, OSError, a bad setting: the row is lost, said so
+        log(f"job {job_id}: not spooled: {error}")
+        return
+    log(f"job {job_id}: spooled as {path}: posted when the service answers")
+
+
+def drain_spool(env: Mapping[str, str], client: ModuleType, connection, deadline: Deadline, *, seconds=None):
+    """Post the spooled rows, oldest first, for at most ``seconds`` (``IOSETS_SPOOL_DRAIN_TIME``) within the
+    deadline; what was done (``spool.Drained``), None when the spool could not be read (said in one line)."""
+    spool = load_module(HERE / "spool.py", "iosets_spool")
+    try:
+        pending = open_spool(env)
+        budget = Deadline(seconds if seconds is not None else positive(env, "IOSETS_SPOOL_DRAIN_TIME", DRAIN_TIME))
+
+        def post(row: dict, timeout: float) -> None:
+            try:
+                client.post_job(row, connection=replace(connection, post_timeout=timeout))
+            except client.Refused as error:
+                if permanent(error):
+                    raise spool.Rejected(str(error)) from None
+                raise
+
+        done = pending.drain(post, lambda: min(deadline.left(connection.post_timeout), budget.left(float("inf"))))
+    except (spool.SpoolError, OSError, ValueError) as error:
+        log(f"spool not drained: {error}")
+        return None
+    if done.posted or done.rejected:
+        log(f"spool {pending.folder}: {done.posted} posted, {done.rejected} set aside, {done.waiting} waiting")
+    return done
+
+
+def drain(environ: Mapping[str, str]) -> int:
+    """Post every spooled row within ``IOSETS_DRAIN_TIMEOUT`` (default 60 s): what ``drain_spool`` runs from a timer.
+
+    Returns 0 when no row is left waiting, else :data:`EXIT_UNREACHABLE`.
+    """
+    env = hook_environment(environ)
+    deadline = Deadline(positive(env, "IOSETS_DRAIN_TIMEOUT", DRAIN_TIMEOUT))
+    client = load_client()
+    done = drain_spool(env, client, client.Connection.from_environment(env), deadline, seconds=float("inf"))
+    return 0 if done is not None and done.waiting == 0 else EXIT_UNREACHABLE
 
 
 def run(hook) -> int:
-    """Run ``prolog`` or ``epilog`` on this process's environment; its code.
+    """Run ``prolog``, ``epilog`` or ``drain`` on this process's environment; its code.
 
     A hook that fails unexpectedly gives 0 (the prolog: the job must start) or ``EXIT_NOT_POSTED``
-    (the epilog: the job was not posted).
+    (the epilog, the drain: a job was not posted).
     """
     try:
         return hook(os.environ)
     except Exception as error:  # noqa: BLE001 - a hook must never fail the job
         log(f"{hook.__name__} failed: {type(error).__name__}: {error}")
-        return EXIT_NOT_POSTED if hook is epilog else 0
+        return 0 if hook is prolog else EXIT_NOT_POSTED
 
 
 def log(message: str) -> None:

@@ -114,7 +114,9 @@ local IOSETS_LAUNCHER_FLAGS = iosets_set("-l", "--label", "-K", "--kill-on-bad-e
 	"-oversubscribe", "--nooversubscribe", "-nooversubscribe", "--allow-run-as-root", "--report-bindings",
 	"-report-bindings", "--display-map", "--tag-output", "-tag-output", "--timestamp-output",
 	"--merge-stderr-to-stdout", "--noprefix", "--use-hwthread-cpus", "--bynode", "-bynode", "--byslot", "-byslot",
-	"-genvall", "-genvnone", "-envall", "-envnone", "-prepend-rank", "-verbose")
+	"-genvall", "-genvnone", "-envall", "-envnone", "-prepend-rank", "-verbose", "--label-io", "--wait", "--watch",
+	"--progress", "--jps", "--dry-run")
+local IOSETS_FLUX_LAUNCHES = iosets_set("run", "submit", "bulksubmit")
 local IOSETS_SETUP = iosets_set("cd", "pushd", "popd", "export", "unset", "set", "shopt", "module", "ml", "source", ".",
 	"ulimit", "umask", "alias", "echo", "printf", "trap", "wait", "true", "false", ":", "mkdir", "rm", "cp", "mv", "ln",
 	"touch", "cat", "date", "hostname", "exit", "return", "local", "declare", "typeset", "readonly", "let", "eval",
@@ -213,7 +215,9 @@ local function iosets_launched(words)
 	if i > #words or IOSETS_CONSTRUCTS[words[i]] then
 		return false, {}
 	end
-	if not IOSETS_LAUNCHERS[iosets_basename(words[i])] then
+	if iosets_basename(words[i]) == "flux" and i < #words and IOSETS_FLUX_LAUNCHES[words[i + 1]] then
+		i = i + 1 -- flux run: a launcher of two words
+	elseif not IOSETS_LAUNCHERS[iosets_basename(words[i])] then
 		return false, iosets_program_words(iosets_slice(words, i))
 	end
 	i = i + 1
