@@ -130,3 +130,52 @@ def overlapped_share(jobs: pl.DataFrame) -> float:
     if total <= 0:
         return 0.0
     return float(busy_periods(starts, ends)["job_seconds"].sum()) / total
+
+
+def active_periods(starts: np.ndarray, ends: np.ndarray) -> tuple[pl.DataFrame, int]:
+    """The busy periods, or, when no two jobs ever overlap, the periods during which any job runs.
+
+    Returns
+    -------
+    periods : polars.DataFrame
+        As :func:`busy_periods`.
+    min_jobs : int
+        2 (busy periods) or 1 (the jobs never overlap: each period is a run of one job or of jobs end to end).
+
+    Examples
+    --------
+    >>> periods, min_jobs = active_periods(np.array([0.0, 5.0]), np.array([2.0, 6.0]))
+    >>> periods["start"].to_list(), min_jobs
+    ([0.0, 5.0], 1)
+    """
+    periods = busy_periods(starts, ends)
+    if periods.height:
+        return periods, BUSY_JOBS
+    return busy_periods(starts, ends, min_jobs=1), 1
+
+
+def bounded_steps(dates: np.ndarray, running: np.ndarray, *, points: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """A step function with at most ``points`` steps: the most of each of ``points`` equal bins when it has more.
+
+    Returns
+    -------
+    dates, running : numpy.ndarray
+        The steps (unchanged when there are at most ``points``).
+    binned : bool
+        Whether the steps were binned (each step then holds its bin's peak).
+
+    Examples
+    --------
+    >>> dates, running, binned = bounded_steps(np.arange(6.0), np.array([1, 3, 2, 1, 2, 0]), points=2)
+    >>> dates.tolist(), running.tolist(), binned
+    ([0.0, 2.5, 5.0], [3, 2, 0], True)
+    """
+    if dates.size <= points:
+        return dates, running, False
+    edges = np.linspace(dates[0], dates[-1], points + 1)
+    # A bin's peak: the steps starting inside it, and the step already running at its left edge.
+    first = np.clip(np.searchsorted(dates, edges[:-1], side="right") - 1, 0, dates.size - 1)
+    last = np.searchsorted(dates, edges[1:], side="left")
+    last[-1] = dates.size - 1
+    peaks = np.array([running[i : max(j, i + 1)].max() for i, j in zip(first, last, strict=True)])
+    return edges, np.append(peaks, running[-1]), True
