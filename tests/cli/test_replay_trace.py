@@ -162,7 +162,8 @@ def test_shares_sum_to_one_and_to_the_window_bytes_per_scheduler():
 
 
 def test_the_policies_table_has_every_trace_metric():
-    assert TRACE_REPLAY_SCHEDULERS.names == ["scheduler", *TRACE_METRICS, "window_start", "window_end"]
+    busy = ["busy_periods", "busy_seconds", *(f"busy_{name}" for name in TRACE_METRICS)]
+    assert TRACE_REPLAY_SCHEDULERS.names == ["scheduler", *TRACE_METRICS, "window_start", "window_end", *busy]
 
 
 def test_replay_trace_prints_the_table_and_writes_per_job_rows(files, table_rows):
