@@ -653,9 +653,11 @@ def _busy_metrics_table(schedulers: pl.DataFrame | None) -> Table | None:
             "throughput": "rate",
         },
         note=(
-            "The replay's window metrics summed over its busy periods only (the stretches: over the jobs that "
-            "run in one), where the jobs compete and a scheduler can change something; the metrics over the whole "
-            "replay are in the Schedulers section."
+            "The replay's metrics over the busy periods of the trace as recorded: the maximal stretches during which"
+            " at least two jobs run, each job from its start to its last request's end, the same for every"
+            " scheduler. Each job's time, compute and bytes are summed over them (the stretches: the jobs that run in"
+            " one): where the jobs compete and a scheduler can change something. The Schedulers section has the"
+            " metrics over the whole replay, idle time included."
         ),
     )
 

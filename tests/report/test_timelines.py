@@ -6,6 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from iosets.replay._trace_metrics import TRACE_METRICS
 from iosets.report._document import ReportInputs
 from iosets.report._palette import UNSET_COLOUR, set_colour
 from iosets.report._timelines import (
@@ -262,3 +263,21 @@ def test_jobs_that_never_overlap_are_said_to_and_drawn_one_period_at_a_time():
     assert gantt.layout["xaxis"]["range"] == [100.0, 200.0]  # the period with the most phase time: b's
     assert "No two jobs of the replay ever run at once" in section.reading
     assert "period of activity" in gantt.note
+
+
+def test_the_replay_metrics_over_busy_periods_are_tabled_with_their_kinds():
+    phases = phases_frame([("a", "fcfs", 0, 0, 5, 0.0, 0.0, 1.0)])
+    schedulers = pl.DataFrame(
+        {
+            "scheduler": ["fcfs"],
+            "busy_periods": [2],
+            "busy_seconds": [30.0],
+            **{f"busy_{name}": [0.5] for name in TRACE_METRICS},
+        }
+    )
+    inputs = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases, replay_schedulers=schedulers)
+    table = next(table for table in timelines_section(inputs).tables if table.id == "timelines-busy-metrics")
+    assert table.frame.columns == ["scheduler", "busy_periods", "busy_seconds", *TRACE_METRICS]
+    assert table.formats["utilization"] == "share" and table.formats["max_stretch"] == "ratio"
+    without = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases)
+    assert all(table.id != "timelines-busy-metrics" for table in timelines_section(without).tables)
