@@ -37,14 +37,13 @@ def concurrency(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.nd
     ([0.0, 1.0, 2.0, 3.0, 5.0, 6.0], [1, 2, 1, 0, 1, 0])
     """
     keep = ends > starts
-    dates = np.concatenate((starts[keep], ends[keep]))
-    steps = np.concatenate((np.ones(int(keep.sum()), np.int64), -np.ones(int(keep.sum()), np.int64)))
-    if dates.size == 0:
+    first, last = np.sort(starts[keep]), np.sort(ends[keep])
+    if first.size == 0:
         return np.empty(0), np.empty(0, np.int64)
-    order = np.argsort(dates, kind="stable")
-    dates, steps = dates[order], steps[order]
-    unique, first = np.unique(dates, return_index=True)
-    running = np.cumsum(steps)[np.append(first[1:], dates.size) - 1]
+    dates = np.sort(np.concatenate((first, last)))
+    unique = dates[np.append(True, dates[1:] != dates[:-1])]
+    # After all events of a date: the intervals started by then and not yet ended.
+    running = np.searchsorted(first, unique, side="right") - np.searchsorted(last, unique, side="right")
     changed = np.concatenate(([True], running[1:] != running[:-1]))
     return unique[changed], running[changed]
 
@@ -81,7 +80,8 @@ def busy_periods(starts: np.ndarray, ends: np.ndarray, *, min_jobs: int = BUSY_J
     opens, closes = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
     widths = np.diff(dates, append=dates[-1] if dates.size else 0.0)
     weighted = np.concatenate(([0.0], np.cumsum(running * widths)))
-    peaks = [int(running[i:j].max()) for i, j in zip(opens, closes, strict=True)]
+    # Between a period's close and the next one's opening the count is below min_jobs: below any peak.
+    peaks = np.maximum.reduceat(running, opens) if opens.size else np.empty(0, np.int64)
     return pl.DataFrame(
         {
             "start": dates[opens],
