@@ -935,10 +935,17 @@ TRACE_REPLAY_SCHEDULERS = TableSchema(
             "busy_periods",
             pl.Int64,
             "Busy periods of the trace as recorded: maximal stretches where >= 2 jobs run, each job from its start "
-            "to its last request's end (the same for every scheduler).",
+            "to its last request's end (the same for every scheduler); null in a replay written before them.",
             required=False,
+            nullable=True,
         ),
-        Column("busy_seconds", pl.Float64, "Their summed width (s); 0 when no two jobs overlap.", required=False),
+        Column(
+            "busy_seconds",
+            pl.Float64,
+            "Their summed width (s); 0 when no two jobs overlap.",
+            required=False,
+            nullable=True,
+        ),
         *(
             Column(
                 f"busy_{name}",

@@ -643,8 +643,8 @@ def _periods_table(periods: pl.DataFrame, min_jobs: int) -> Table:
 
 def _busy_metrics_table(schedulers: pl.DataFrame | None) -> Table | None:
     """Each scheduler's metrics over the busy periods (the replay's ``busy_*`` columns), when the replay has them."""
-    if schedulers is None or "busy_utilization" not in schedulers.columns:
-        return None
+    if schedulers is None or "busy_periods" not in schedulers.columns or schedulers["busy_periods"].is_null().all():
+        return None  # a replay written before the busy metrics
     columns = [f"busy_{name}" for name in TRACE_METRICS if f"busy_{name}" in schedulers.columns]
     frame = schedulers.select("scheduler", "busy_periods", "busy_seconds", *columns).rename(
         {column: column.removeprefix("busy_") for column in columns}
