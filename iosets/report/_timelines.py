@@ -335,7 +335,6 @@ def timelines_section(inputs: ReportInputs) -> Section:
             formats={"bytes": "bytes", "share": "share"},
             note="What the bandwidth plot spreads over time: each set's bytes and share of all bytes.",
         ),
-        _periods_table(periods, min_jobs),
         Table(
             "timelines-phases",
             f"The phases drawn in the Gantt ({scheduler})",
@@ -363,11 +362,13 @@ def timelines_section(inputs: ReportInputs) -> Section:
             interactive=True,
         ),
     ]
-    busy_metrics = _busy_metrics_table(inputs.replay_schedulers)
-    if busy_metrics is not None:
-        tables.insert(2, busy_metrics)
+    extra = [
+        _periods_table(periods, min_jobs) if periods.height else None,
+        _busy_metrics_table(inputs.replay_schedulers),
+    ]
+    tables[1:1] = [table for table in extra if table is not None]
     reading = _reading(mine, scheduler, order, window, (n_replayed, n_jobs), shown, whole=whole)
-    reading += " " + _periods_reading(inputs.jobs, periods, min_jobs, span)
+    reading += " " + _periods_reading(inputs.jobs, periods, min_jobs, span, n_replayed)
     return Section(SECTION_ID, TITLE, reading=reading, figures=tuple(figures), tables=tuple(tables))
 
 
@@ -560,8 +561,8 @@ def _share_figure(
     n_periods = 1 + gaps.size
     note = f"{int(drawn.sum())} bins"
     if inside is not None:
-        note += f" over {counted(n_periods, 'period')} (the busy periods of the Gantt's rule with the most phase time"
-        note += f", at most {SHARE_PERIODS}); the gaps between them are cut from the axis" if breaks else ")"
+        note += f" over {counted(n_periods, 'period')} of the table below (those with the most phase time, at most"
+        note += f" {SHARE_PERIODS}); the gaps between them are cut from the axis" if breaks else f" {SHARE_PERIODS})"
     else:
         note += f" of {format_seconds(float(widths[0]))}"
     note += ". Each phase's bytes are spread evenly over its [start, end]; a low bin is a bin where the device idled."
@@ -674,8 +675,10 @@ def _busy_metrics_table(schedulers: pl.DataFrame | None) -> Table | None:
     )
 
 
-def _periods_reading(jobs: pl.DataFrame, periods: pl.DataFrame, min_jobs: int, span: tuple[float, float]) -> str:
-    """The rule of the busy periods, how much of the replay and of the jobs' time they hold."""
+def _periods_reading(
+    jobs: pl.DataFrame, periods: pl.DataFrame, min_jobs: int, span: tuple[float, float], n_jobs: int
+) -> str:
+    """The rule of the busy periods, how much of the replay (of ``n_jobs`` jobs) and of the jobs' time they hold."""
     share = overlapped_share(jobs) if {"start", "end"} <= set(jobs.columns) else None
     text = (
         f"A busy period is a maximal stretch of time during which at least {BUSY_JOBS} jobs run (in the replay, each"
@@ -688,6 +691,8 @@ def _periods_reading(jobs: pl.DataFrame, periods: pl.DataFrame, min_jobs: int, s
             f" The replay has {counted(periods.height, 'busy period')}: {format_seconds(covered)} in all, between its"
             f" first phase ({_date_or_seconds(span[0])}) and its last ({_date_or_seconds(span[1])})."
         )
+    elif n_jobs == 1:
+        text += " The replay holds one job: there is nothing to share, the plots show its run."
     else:
         text += " No two jobs of the replay ever run at once: no scheduler can change anything; the plots show the"
         text += " periods during which one job runs instead."

@@ -287,3 +287,9 @@ def test_the_replay_metrics_over_busy_periods_are_tabled_with_their_kinds():
     )
     for inputs in (without, older):
         assert all(table.id != "timelines-busy-metrics" for table in timelines_section(inputs).tables)
+
+
+def test_one_job_is_said_to_have_nothing_to_share():
+    section = timelines_section(inputs_of(phases_frame([("a", "fcfs", 0, 0, 5, 0.0, 0.0, 1.0)])))
+    assert "The replay holds one job: there is nothing to share" in section.reading
+    assert "1 jobs" not in section.reading and "1 I/O phase," in section.reading
