@@ -41,6 +41,9 @@ WINDOW_BINS = 40
 SHARE_PERIODS = 50
 """Most periods drawn in the bandwidth plot (those with the most phase time)."""
 
+BANDWIDTH_BINS = 200
+"""About how many bins the bandwidth plot has (stacked bars: a bar is an SVG path per set and bin)."""
+
 CONCURRENCY_POINTS = 2000
 """Most steps of the concurrency plot (more are binned, each bin drawn at its peak)."""
 
@@ -314,8 +317,10 @@ def timelines_section(inputs: ReportInputs) -> Section:
     shown, n_jobs = _slice(mine, begin, end)
     window = _fitted(shown, (begin, end), sliced=sliced)
     whole = not sliced and shown["job_id"].n_unique() == n_replayed
-    edges, inside = period_edges(periods) if periods.height else (np.linspace(*span, SHARE_BINS + 1), None)
-    edges, sets, moved = share_over_time(mine, edges=edges) if span[1] > span[0] else share_over_time(mine)
+    edges, inside = (
+        period_edges(periods, bins=BANDWIDTH_BINS) if periods.height else (np.linspace(*span, BANDWIDTH_BINS + 1), None)
+    )
+    edges, sets, moved = share_over_time(mine, edges=edges) if span[1] > span[0] else share_over_time(mine, bins=1)
     figures = [
         _concurrency_figure(inputs.jobs, mine),
         _gantt_figure(shown, scheduler, window, n_jobs, whole=whole, sliced=sliced, min_jobs=min_jobs),
@@ -539,7 +544,7 @@ def _share_figure(
             "type": "bar",
             "name": set_label(set_id),
             "x": json_values(centres),
-            "y": json_values(rates[i][drawn]),
+            "y": json_values(np.where(moved[i] > 0, rates[i], np.nan)[drawn]),  # no empty bar to draw
             "width": json_values(widths[drawn] * scale),
             "customdata": [
                 list(pair) for pair in zip(json_values(moved[i][drawn]), json_values(shares[i][drawn]), strict=True)

@@ -117,7 +117,8 @@ def test_gantt_draws_io_wait_and_compute_with_the_inputs_dates():
     # b's phase 60 B; the rates times the widths give the bytes back, each bin's shares add up to 1.
     moved = [sum(pair[0] for pair in stacked[name]["customdata"]) for name in ("set 0", "set 1")]
     assert moved == [pytest.approx(75.0 + 25.0), pytest.approx(60.0)]
-    rate_bytes = sum(r * w / 1.0 for r, w in zip(stacked["set 1"]["y"], stacked["set 1"]["width"], strict=True))
+    pairs = zip(stacked["set 1"]["y"], stacked["set 1"]["width"], strict=True)
+    rate_bytes = sum(rate * width for rate, width in pairs if rate is not None)  # None: nothing moved, no bar
     assert rate_bytes == pytest.approx(60.0)
     busy = [i for i, pair in enumerate(stacked["set 0"]["customdata"]) if pair[1] is not None]
     assert busy and all(
