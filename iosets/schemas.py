@@ -1131,6 +1131,31 @@ TRACE_REPLAY_SCHEDULERS = TableSchema(
             check=pl.col("window_end") >= pl.col("window_start"),
             expect="a date >= window_start",
         ),
+        Column(
+            "busy_periods",
+            pl.Int64,
+            "Busy periods of the trace as recorded: maximal stretches where >= 2 jobs run, each job from its start "
+            "to its last request's end (the same for every scheduler); null in a replay written before them.",
+            required=False,
+            nullable=True,
+        ),
+        Column(
+            "busy_seconds",
+            pl.Float64,
+            "Their summed width (s); 0 when no two jobs overlap.",
+            required=False,
+            nullable=True,
+        ),
+        *(
+            Column(
+                f"busy_{name}",
+                pl.Float64,
+                f"{name} over the busy periods only (summed over them).",
+                required=False,
+                nullable=True,
+            )
+            for name, _ in _TRACE_METRIC_DOCS
+        ),
     ),
 )
 

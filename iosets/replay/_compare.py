@@ -21,8 +21,9 @@ from ..schemas import (
 from ._closed import TraceReplay, replay_trace
 from ._device import Device
 from ._model_check import ModelCheck, model_check
+from ._periods import busy_periods
 from ._requests import SCHEDULERS
-from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
+from ._trace_metrics import TRACE_METRICS, TraceMetrics, busy_metrics, trace_metrics
 
 SET_SCHEDULERS = ("iosets-wfq", "rbfq")
 """Schedulers that get one class per set of the recommendation; the others get one class per job, equal weights."""
@@ -205,6 +206,27 @@ def _shares(metrics: TraceMetrics, scheduler: str, job_sets: dict[str, int]) -> 
     )
 
 
+def recorded_busy_periods(site_requests: pl.DataFrame, site_jobs: pl.DataFrame | None) -> list[tuple[float, float]]:
+    """The busy periods of a site trace as recorded, the same for every scheduler replayed: where at least two
+    jobs run, each job from its start (the jobs table's, else its first request's) to its last request's end.
+
+    Examples
+    --------
+    >>> ops = pl.DataFrame({"job_id": ["a", "b", "c"], "start": [0.0, 0.5, 9.0], "end": [1.0, 1.5, 10.0]})
+    >>> recorded_busy_periods(ops, pl.DataFrame({"job_id": ["c"], "start": [0.8]}))
+    [(0.5, 1.5)]
+    """
+    lives = site_requests.group_by("job_id").agg(pl.col("start").min().alias("first"), pl.col("end").max())
+    lives = lives.with_columns(pl.col("job_id").cast(pl.String))
+    if site_jobs is not None and {"job_id", "start"} <= set(site_jobs.columns):
+        known = site_jobs.select(pl.col("job_id").cast(pl.String), pl.col("start").cast(pl.Float64))
+        lives = lives.join(known, on="job_id", how="left").with_columns(start=pl.coalesce("start", "first"))
+    else:
+        lives = lives.with_columns(start=pl.col("first"))
+    periods = busy_periods(lives["start"].to_numpy(), lives["end"].to_numpy())
+    return [(float(low), float(high)) for low, high in periods.select("start", "end").iter_rows()]
+
+
 def compare_schedulers(
     site_requests: pl.DataFrame,
     rec: pl.DataFrame,
@@ -280,17 +302,30 @@ def compare_schedulers(
             stacklevel=2,
         )
     scheduler_rows, jobs, phases, shares = [], [], [], []
+    periods = recorded_busy_periods(site_requests, site_jobs)
     for scheduler in schedulers:
         result = _replay(site_requests, scheduler, job_sets, per_set, device, layout)
         metrics = trace_metrics(result, window=window, jobs=site_jobs)
         for name, why in metrics.notes.items():
             warnings.warn(f"{scheduler}: {name}: {why}", stacklevel=2)
         begin, end = metrics.window
-        scheduler_rows.append({"scheduler": scheduler, **metrics.values(), "window_start": begin, "window_end": end})
+        busy = busy_metrics(result, periods, jobs=site_jobs).values()
+        scheduler_rows.append(
+            {
+                "scheduler": scheduler,
+                **metrics.values(),
+                "window_start": begin,
+                "window_end": end,
+                "busy_periods": len(periods),
+                "busy_seconds": sum(high - low for low, high in periods),
+                **{f"busy_{name}": value for name, value in busy.items()},
+            }
+        )
         jobs.append(result.jobs.with_columns(scheduler=pl.lit(scheduler)).select(TRACE_REPLAY_JOBS.names))
         phases.append(_phases(result, scheduler, rec_sets))
         shares.append(_shares(metrics, scheduler, job_sets))
-    per_scheduler = pl.DataFrame(scheduler_rows, schema_overrides=dict.fromkeys(TRACE_METRICS, pl.Float64))
+    floats = [*TRACE_METRICS, "busy_seconds", *(f"busy_{name}" for name in TRACE_METRICS)]
+    per_scheduler = pl.DataFrame(scheduler_rows, schema_overrides=dict.fromkeys(floats, pl.Float64))
     return SchedulerComparison(
         schedulers=TRACE_REPLAY_SCHEDULERS.validate(per_scheduler, source="per-scheduler metrics"),
         jobs=TRACE_REPLAY_JOBS.validate(pl.concat(jobs), source="per-job predictions"),

@@ -121,8 +121,8 @@ def _job_starts(jobs) -> pl.DataFrame:
     return starts
 
 
-def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
-    """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside [begin, end]), its bytes
+def _moved(replay: TraceReplay, windows: list[tuple[float, float]]) -> pl.DataFrame:
+    """Per request: ``job_id``, ``class``, ``size`` and ``moved`` (bytes moved inside the windows), its bytes
     moving at a steady pace from the date a target began serving it to its completion."""
     frame = replay.requests
     start, stop, size = frame["served"].to_numpy(), frame["complete"].to_numpy(), frame["size"].to_numpy()
@@ -133,18 +133,30 @@ def _moved(replay: TraceReplay, begin: float, end: float) -> pl.DataFrame:
             part = np.clip((date - start) / length, 0.0, 1.0)
         return size * np.where(length > 0, part, stop <= date)
 
-    return frame.select("job_id", "class", "size").with_columns(moved=before(end) - before(begin))
+    moved = sum((before(end) - before(begin) for begin, end in windows), np.zeros(size.size))
+    return frame.select("job_id", "class", "size").with_columns(moved=moved)
 
 
-def _per_job(replay: TraceReplay, moved: pl.DataFrame, starts: pl.DataFrame, begin: float, end: float) -> pl.DataFrame:
-    """Per job: present, e_cpu, e_io, e_iter, t_io and stretch from the job's start (module docstring)."""
-    inside = pl.min_horizontal(pl.col("end"), end) - pl.max_horizontal(pl.col("start"), begin)
+def _per_job(
+    replay: TraceReplay, moved: pl.DataFrame, starts: pl.DataFrame, windows: list[tuple[float, float]]
+) -> pl.DataFrame:
+    """Per job: present, e_cpu, e_io, e_iter, t_io and stretch from the job's start (module docstring), each
+    summed over the disjoint ``windows``."""
+
+    def inside(low: pl.Expr, high: pl.Expr) -> pl.Expr:
+        """Seconds of [low, high] inside the windows."""
+        parts = [
+            (pl.min_horizontal(high, end) - pl.max_horizontal(low, begin)).clip(lower_bound=0.0)
+            for begin, end in windows
+        ]
+        return pl.sum_horizontal(parts)
+
     phases = replay.phases.group_by("job_id").agg(
         pl.col("start").min().alias("first_io"),
         pl.col("recorded_start").min().alias("first_request"),
         pl.col("end").max().alias("life_end"),
-        inside.clip(lower_bound=0.0).sum().alias("io_in"),
-        pl.col("end").is_between(begin, end).sum().alias("e_iter"),
+        inside(pl.col("start"), pl.col("end")).sum().alias("io_in"),
+        pl.sum_horizontal([pl.col("end").is_between(begin, end) for begin, end in windows]).sum().alias("e_iter"),
         (pl.col("end") - pl.col("start")).sum().alias("io"),
         pl.len().alias("n_phases"),
     )
@@ -162,7 +174,8 @@ def _per_job(replay: TraceReplay, moved: pl.DataFrame, starts: pl.DataFrame, beg
     )
     life_start = pl.coalesce("start", "first_io")
     lead = pl.col("first_io") - pl.col("life_start")  # compute before the first request: no trace has it
-    present = (pl.min_horizontal("life_end", end) - pl.max_horizontal("life_start", begin)).clip(lower_bound=0.0)
+    present = inside(pl.col("life_start"), pl.col("life_end"))
+    meets = pl.any_horizontal([(pl.col("life_start") <= end) & (pl.col("life_end") >= begin) for begin, end in windows])
     return (
         jobs.with_columns(alone_io=alone_io, life_start=life_start)
         .with_columns(present=present, stretch=(pl.col("runtime") + lead) / (pl.col("alone_runtime") + lead))
@@ -172,7 +185,7 @@ def _per_job(replay: TraceReplay, moved: pl.DataFrame, starts: pl.DataFrame, beg
                 0
             ),
             t_io=pl.col("alone_io") / pl.col("n_phases"),
-            meets=(pl.col("life_start") <= end) & (pl.col("life_end") >= begin),
+            meets=meets,
         )
         .sort("job_id")
     )
@@ -211,14 +224,62 @@ def trace_metrics(replay: TraceReplay, *, window=None, jobs: pl.DataFrame | None
     """
     starts = _job_starts(jobs)
     begin, end = _window(replay, window, starts)
-    width = end - begin
-    notes: dict[str, str] = {}
-    span = f"the window [{begin:g}, {end:g}]"
-    moved = _moved(replay, begin, end) if width > 0 else None
-    if moved is None:
-        notes = {name: f"{span} has no width" for name in TRACE_METRICS}
+    if not end > begin:
+        notes = {name: f"the window [{begin:g}, {end:g}] has no width" for name in TRACE_METRICS}
         return TraceMetrics(None, None, None, None, None, None, None, (begin, end), notes=notes)
-    per_job = _per_job(replay, moved, starts, begin, end)
+    return _metrics(replay, [(begin, end)], starts, f"the window [{begin:g}, {end:g}]")
+
+
+def busy_metrics(replay: TraceReplay, periods, *, jobs: pl.DataFrame | None = None) -> TraceMetrics:
+    """The metrics of :func:`trace_metrics` summed over several disjoint windows (the busy periods).
+
+    Every per-job quantity (present, compute, I/O phases ending, bytes moved) is summed over the periods, then
+    the metrics are formed as over one window; the throughput is the bytes moved in them over their summed
+    width; the stretches are those of the jobs whose life meets a period.
+
+    Parameters
+    ----------
+    replay : TraceReplay
+        A result of :func:`replay_trace`.
+    periods : sequence of (float, float)
+        Disjoint windows (begin < end), in date order.
+    jobs : polars.DataFrame, default=None
+        As for :func:`trace_metrics`.
+
+    Returns
+    -------
+    TraceMetrics
+        ``window``: from the first period's start to the last's end; every metric None when no period is given.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from iosets.replay import Device, replay_trace
+    >>> ops = pl.DataFrame({"job_id": ["a", "a"], "rank": [0, 0], "op": ["write"] * 2, "offset": [0, 10**6],
+    ...     "size": [10**6] * 2, "start": [0.0, 6.0], "end": [1.0, 7.0], "file": ["f"] * 2, "phase": [0, 1],
+    ...     "synthetic": [False] * 2})
+    >>> m = busy_metrics(replay_trace(ops, device=Device(bandwidth=1e6, overhead=0, seek=0)), [(0.0, 1.0), (6.0, 7.0)])
+    >>> m.utilization, m.throughput
+    (0.0, 1000000.0)
+    """
+    windows = [(float(begin), float(end)) for begin, end in periods]
+    if any(not end > begin for begin, end in windows) or any(
+        later[0] < earlier[1] for earlier, later in zip(windows, windows[1:], strict=False)
+    ):
+        raise InputError(f"periods: expected disjoint (begin, end) with begin < end in date order, got {windows}")
+    starts = _job_starts(jobs)
+    if not windows:
+        notes = dict.fromkeys(TRACE_METRICS, "no busy period")
+        return TraceMetrics(None, None, None, None, None, None, None, (0.0, 0.0), notes=notes)
+    return _metrics(replay, windows, starts, f"the {len(windows)} busy periods")
+
+
+def _metrics(replay: TraceReplay, windows: list[tuple[float, float]], starts: pl.DataFrame, span: str) -> TraceMetrics:
+    """The metrics over ``windows`` (disjoint, each of some width); ``span`` names them in the notes."""
+    width = sum(end - begin for begin, end in windows)
+    notes: dict[str, str] = {}
+    moved = _moved(replay, windows)
+    per_job = _per_job(replay, moved, starts, windows)
     work = per_job.filter((pl.col("e_cpu") + pl.col("e_io")) > 0)
     utilization = utilization_bound = max_stretch = None
     if work.height:
@@ -258,7 +319,7 @@ def trace_metrics(replay: TraceReplay, *, window=None, jobs: pl.DataFrame | None
         mean_stretch=mean_stretch,
         p99_stretch=p99_stretch,
         throughput=total / width,
-        window=(begin, end),
+        window=(windows[0][0], windows[-1][1]),
         class_shares=shares,
         notes=notes,
     )

@@ -10,6 +10,7 @@ import polars as pl
 from ._document import Figure, ReportInputs, Section, Table
 from ._palette import set_colour
 from ._plots import ECDF_POINTS, ecdf_trace, escape_text, figure_layout, json_values, number_axis, seconds_axis
+from ._timelines import time_axis
 
 SECTION_ID = "requests"
 TITLE = "Request level"
@@ -163,15 +164,17 @@ def _shares_figure(results: pl.DataFrame, labels: list[str], colours: list[str],
         window=SHARE_WINDOW,
         points=WINDOW_POINTS,
     )
+    scale, axis = time_axis(float(ends[0]))
+    where = "%{x}" if scale != 1.0 else "%{x:.6g} s"
     data = [
         {
             "type": "scatter",
             "mode": "lines",
             "name": label,
-            "x": json_values(ends),
+            "x": json_values(ends * scale),
             "y": json_values(shares[i]),
             "line": {"color": colours[i]},
-            "hovertemplate": f"{label}<br>window ending %{{x:.6g}} s<br>share %{{y:.1%}}<extra></extra>",
+            "hovertemplate": f"{label}<br>window ending {where}<br>share %{{y:.1%}}<extra></extra>",
         }
         for i, label in enumerate(labels)
         if np.nan_to_num(shares[i]).any()
@@ -181,7 +184,11 @@ def _shares_figure(results: pl.DataFrame, labels: list[str], colours: list[str],
     note = f"Windows of {width} consecutive dispatched requests, placed at their last dispatch date"
     note += f"; {ends.size} of the {n_windows} windows drawn." if ends.size < n_windows else "."
     layout = figure_layout(
-        xaxis=number_axis("dispatch date (s)"), yaxis={**number_axis("share of the window's bytes"), "range": [0, 1]}
+        xaxis={
+            **axis,
+            "title": {"text": "dispatch date" + (" (UTC)" if scale != 1.0 else " (s since the trace's start)")},
+        },
+        yaxis={**number_axis("share of the window's bytes"), "range": [0, 1]},
     )
     return Figure(
         f"requests-shares-{_slug(scheduler)}",

@@ -1,16 +1,20 @@
-"""Section "Timelines": a Gantt of a replay's busiest slice and each set's share of the bandwidth over time."""
+"""Section "Timelines": jobs running over time, a Gantt of the busiest period, bandwidth per set over busy periods."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from ..replay._trace_metrics import TRACE_METRICS
+from ._busy import BUSY_JOBS, active_periods, bounded_steps, concurrency, job_intervals, overlapped_share
 from ._document import Figure, ReportInputs, Section, Table
-from ._format import epoch_date, format_seconds
-from ._palette import UNSET_COLOUR, set_colour
+from ._format import counted, epoch_date, format_seconds, format_share
+from ._palette import ACCENT_COLOUR, UNSET_COLOUR, set_colour
 from ._plots import (
+    bytes_axis,
     category_axis,
     escape_text,
     figure_layout,
@@ -32,7 +36,16 @@ SHARE_BINS = 400
 """Most time bins of the bandwidth share plot."""
 
 WINDOW_BINS = 40
-"""Width of the Gantt's slice, in share bins (a tenth of the replay)."""
+"""Width of the Gantt's slice, in ``SHARE_BINS`` bins over its period (a tenth of the period)."""
+
+SHARE_PERIODS = 50
+"""Most periods drawn in the bandwidth plot (those with the most phase time)."""
+
+BANDWIDTH_BINS = 200
+"""About how many bins the bandwidth plot has (stacked bars: a bar is an SVG path per set and bin)."""
+
+CONCURRENCY_POINTS = 2000
+"""Most steps of the concurrency plot (more are binned, each bin drawn at its peak)."""
 
 _COMPUTE_COLOUR = "#9e9e9e"
 
@@ -86,7 +99,35 @@ def spread_bytes(
     return total.reshape(n_groups, width)[:, :n_bins] + full
 
 
-def share_over_time(phases: pl.DataFrame, *, bins: int = SHARE_BINS) -> tuple[np.ndarray, list[int | None], np.ndarray]:
+def period_edges(periods: pl.DataFrame, *, bins: int = SHARE_BINS) -> tuple[np.ndarray, np.ndarray]:
+    """Bin edges over the busiest ``SHARE_PERIODS`` periods (by phase time), about ``bins`` bins shared among them
+    in proportion to their lengths (one at least each), and which bins lie inside a period (the others: gaps).
+
+    Examples
+    --------
+    >>> periods = pl.DataFrame({"start": [0.0, 10.0], "end": [4.0, 12.0], "phase_seconds": [1.0, 1.0]})
+    >>> edges, inside = period_edges(periods, bins=3)
+    >>> edges.tolist(), inside.tolist()
+    ([0.0, 2.0, 4.0, 10.0, 12.0], [True, True, False, True])
+    """
+    kept = periods.sort("phase_seconds", descending=True).head(SHARE_PERIODS).sort("start")
+    starts, ends = kept["start"].to_numpy(), kept["end"].to_numpy()
+    lengths = ends - starts  # > 0: a busy period is a run of steps, each of some width
+    total = float(lengths.sum())
+    counts = np.maximum(1, np.round(bins * lengths / total)).astype(np.int64)
+    edges: list[np.ndarray] = []
+    inside: list[np.ndarray] = []
+    for begin, end, count in zip(starts, ends, counts, strict=True):  # periods are disjoint, in date order
+        if edges:
+            inside.append(np.array([False]))  # the gap from the previous period's end to this one's start
+        edges.append(np.linspace(begin, end, count + 1))
+        inside.append(np.ones(count, bool))
+    return np.concatenate(edges), np.concatenate(inside)
+
+
+def share_over_time(
+    phases: pl.DataFrame, *, bins: int = SHARE_BINS, edges: np.ndarray | None = None
+) -> tuple[np.ndarray, list[int | None], np.ndarray]:
     """Bytes per set and time bin, each phase's bytes spread evenly over its [start, end].
 
     Parameters
@@ -94,29 +135,34 @@ def share_over_time(phases: pl.DataFrame, *, bins: int = SHARE_BINS) -> tuple[np
     phases : polars.DataFrame
         One replay's phases (TRACE_REPLAY_PHASES): ``set``, ``bytes``, ``start``, ``end``.
     bins : int, default=400
-        Bins over [first start, last end] (one when the span has no width).
+        Bins over [first start, last end] (one when the span has no width), when ``edges`` is None.
+    edges : numpy.ndarray, default=None
+        The bins' edges (increasing); the parts of phases outside [edges[0], edges[-1]] are left out, with
+        their share of the phase's bytes.
 
     Returns
     -------
     edges : numpy.ndarray
-        ``bins + 1`` edges.
+        The edges.
     sets : list of int or None
         The sets, in row order of ``moved`` (None: jobs without a set, last).
     moved : numpy.ndarray
-        Shape ``(len(sets), bins)``: bytes each set moved in each bin.
+        Shape ``(len(sets), len(edges) - 1)``: bytes each set moved in each bin.
     """
-    begin, finish = float(phases["start"].min()), float(phases["end"].max())  # type: ignore[arg-type]
-    edges = np.linspace(begin, finish, bins + 1) if finish > begin else np.array([begin, begin + 1.0])
+    start, end = phases["start"].to_numpy(), phases["end"].to_numpy()
+    size = phases["bytes"].cast(pl.Float64).to_numpy()
+    if edges is None:
+        begin, finish = float(start.min()), float(end.max())
+        edges = np.linspace(begin, finish, bins + 1) if finish > begin else np.array([begin, begin + 1.0])
+    else:
+        low, high = np.clip(start, edges[0], edges[-1]), np.clip(end, edges[0], edges[-1])
+        length = end - start
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kept = np.where(length > 0, (high - low) / length, (start >= edges[0]) & (start <= edges[-1]))
+        start, end, size = low, high, size * kept
     sets = phases["set"].unique().sort(nulls_last=True).to_list()
     index = phases.select(pl.col("set").rank("dense").fill_null(len(sets)).cast(pl.Int64) - 1).to_series()
-    moved = spread_bytes(
-        phases["start"].to_numpy(),
-        phases["end"].to_numpy(),
-        phases["bytes"].cast(pl.Float64).to_numpy(),
-        index.to_numpy(),
-        edges,
-        len(sets),
-    )
+    moved = spread_bytes(start, end, size, index.to_numpy(), edges, len(sets))
     return edges, sets, moved
 
 
@@ -142,6 +188,42 @@ def recorded_phases(site: pl.DataFrame, recommendation: pl.DataFrame | None) -> 
     )
 
 
+def phase_periods(phases: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """The busy periods of a replay's jobs, each job running from its first phase's ready date to its last end.
+
+    Returns the periods (as :func:`._busy.busy_periods`, with ``phase_seconds``: the phases' time, waits included,
+    inside each) and the least concurrency that defines them (1 when no two jobs overlap).
+
+    Examples
+    --------
+    >>> phases = pl.DataFrame({"job_id": ["a", "b", "c"], "ready": [0.0, 1.0, 9.0], "start": [0.0, 1.0, 9.0],
+    ...     "end": [2.0, 3.0, 10.0]})
+    >>> periods, min_jobs = phase_periods(phases)
+    >>> periods.select("start", "end", "phase_seconds").rows(), min_jobs
+    ([(1.0, 2.0, 2.0)], 2)
+    >>> _time_before(phases, np.array([1.5, 100.0])).tolist()  # a 1.5 s, b 0.5 s; all 5 s
+    [2.0, 5.0]
+    """
+    lives = phases.group_by("job_id").agg(pl.col("ready").min().alias("start"), pl.col("end").max())
+    periods, min_jobs = active_periods(*job_intervals(lives))
+    before = _time_before(phases, np.concatenate((periods["start"].to_numpy(), periods["end"].to_numpy())))
+    inside = before[periods.height :] - before[: periods.height]
+    return periods.with_columns(phase_seconds=pl.Series(inside, dtype=pl.Float64)), min_jobs
+
+
+def _time_before(phases: pl.DataFrame, dates: np.ndarray) -> np.ndarray:
+    """The phases' seconds (from ready to end) before each of ``dates``: the sum of ``clip(t - ready, 0, end -
+    ready)``, i.e. the seconds since the readies passed minus those since the ends passed (sorted prefix sums)."""
+
+    def since(values: np.ndarray) -> np.ndarray:
+        ordered = np.sort(values)
+        prefix = np.concatenate(([0.0], np.cumsum(ordered)))
+        count = np.searchsorted(ordered, dates, side="right")
+        return count * dates - prefix[count]
+
+    return since(phases["ready"].to_numpy()) - since(phases["end"].to_numpy())
+
+
 def busiest_window(phases: pl.DataFrame, edges: np.ndarray) -> tuple[float, float]:
     """The slice of ``WINDOW_BINS`` consecutive bins in which the most phases are waiting or in I/O (bin-count)."""
     n_bins = edges.size - 1
@@ -154,21 +236,49 @@ def busiest_window(phases: pl.DataFrame, edges: np.ndarray) -> tuple[float, floa
     return float(edges[best]), float(edges[best + width])
 
 
+def gantt_window(phases: pl.DataFrame, periods: pl.DataFrame) -> tuple[float, float, bool]:
+    """Where the Gantt looks: the period holding the most phase time; when more than ``GANTT_JOBS`` jobs have
+    phases in it, its slice of ``WINDOW_BINS`` of ``SHARE_BINS`` bins where the most phases wait or do I/O
+    (then the flag is True).
+
+    Examples
+    --------
+    >>> phases = pl.DataFrame({"job_id": ["a", "b", "c", "d"], "ready": [0.0, 1.0, 100.0, 100.0],
+    ...     "start": [0.0, 1.0, 100.0, 100.0], "end": [2.0, 3.0, 150.0, 160.0]})
+    >>> gantt_window(phases, phase_periods(phases)[0])
+    (100.0, 150.0, False)
+    """
+    begin, end = periods.sort("phase_seconds", "start", descending=[True, False]).select("start", "end").row(0)
+    inside = phases.filter((pl.col("ready") <= end) & (pl.col("end") >= begin))
+    if inside["job_id"].n_unique() <= GANTT_JOBS:
+        return float(begin), float(end), False
+    return *busiest_window(inside, np.linspace(begin, end, SHARE_BINS + 1)), True
+
+
 def time_axis(first: float) -> tuple[float, dict[str, Any]]:
-    """Scale from seconds to the axis' unit, and the axis: dates (UTC) for dates since the epoch, else seconds."""
+    """Scale from seconds to the axis' unit, and the axis: dates (UTC; Plotly reads ms since the epoch) for
+    dates since the epoch, else seconds since the trace's start.
+
+    Examples
+    --------
+    >>> time_axis(1.7e9)[0], time_axis(1.7e9)[1]["type"], time_axis(12.0)[0]
+    (1000.0, 'date', 1.0)
+    """
     if epoch_date(first) is not None:
         return 1000.0, {"type": "date", "title": {"text": "date (UTC)"}, "automargin": True}
-    return 1.0, number_axis("date (s)")
+    return 1.0, number_axis("time since the trace's start (s)")
 
 
 def timelines_section(inputs: ReportInputs) -> Section:
-    """Build the "Timelines" section: one replay's busiest slice as a Gantt, and each set's bandwidth share.
+    """Build the "Timelines" section: the jobs running over time, a replay's busiest period as a Gantt, and each
+    set's bandwidth over the busy periods.
 
     Parameters
     ----------
     inputs : ReportInputs
-        Reads ``replay_phases`` (TRACE_REPLAY_PHASES), the replay of iosets-wfq when it holds one,
-        else of the first scheduler given; without a replay, the site trace's phases as recorded.
+        Reads the jobs' ``start`` and ``end`` (concurrency) and ``replay_phases`` (TRACE_REPLAY_PHASES), the replay
+        of iosets-wfq when it holds one, else of the first scheduler given; without a replay, the site trace's
+        phases as recorded; ``replay_schedulers`` for the metrics over busy periods.
 
     Returns
     -------
@@ -200,44 +310,84 @@ def timelines_section(inputs: ReportInputs) -> Section:
     order = [RECORDED] if recorded else [name for name in scheduler_order(inputs) if name in replayed]
     scheduler = TIMELINE_POLICY if TIMELINE_POLICY in order else order[0]
     mine = phases.filter(pl.col("scheduler") == scheduler)
-    edges, sets, moved = share_over_time(mine)
+    periods, min_jobs = phase_periods(mine)
     n_replayed = mine["job_id"].n_unique()
-    whole = n_replayed <= GANTT_JOBS
-    begin, end = (float(edges[0]), float(edges[-1])) if whole else busiest_window(mine, edges)
+    span = (float(mine["ready"].min()), float(mine["end"].max()))  # type: ignore[arg-type]
+    begin, end, sliced = gantt_window(mine, periods) if periods.height else (*span, False)
     shown, n_jobs = _slice(mine, begin, end)
-    gantt = _gantt_figure(shown, scheduler, (begin, end), n_jobs, whole=whole)
-    shares = _share_figure(edges, sets, moved, scheduler)
+    window = _fitted(shown, (begin, end), sliced=sliced)
+    whole = not sliced and shown["job_id"].n_unique() == n_replayed
+    edges, inside = (
+        period_edges(periods, bins=BANDWIDTH_BINS) if periods.height else (np.linspace(*span, BANDWIDTH_BINS + 1), None)
+    )
+    edges, sets, moved = share_over_time(mine, edges=edges) if span[1] > span[0] else share_over_time(mine, bins=1)
+    figures = [
+        _concurrency_figure(inputs.jobs, mine),
+        _gantt_figure(shown, scheduler, window, n_jobs, whole=whole, sliced=sliced, min_jobs=min_jobs),
+        _share_figure(edges, inside, sets, moved, scheduler),
+    ]
     totals = (
         mine.group_by("set")
         .agg(pl.col("bytes").sum())
         .sort("set", nulls_last=True)
         .with_columns(share=pl.col("bytes") / pl.when(pl.col("bytes").sum() > 0).then(pl.col("bytes").sum()))
     )
-    total_table = Table(
-        "timelines-sets",
-        f"Bytes per set over the replay ({scheduler})",
-        totals,
-        formats={"bytes": "{:.6g}", "share": "{:.2%}"},
-        note="What the share plot spreads over time: each set's bytes and share of all bytes.",
-    )
-    phase_table = Table(
-        "timelines-phases",
-        f"The phases drawn in the Gantt ({scheduler})",
-        shown.select(
-            "job_id",
-            "phase",
-            "set",
-            "bytes",
-            "ready",
-            "start",
-            "end",
-            (pl.col("start") - pl.col("ready")).alias("wait"),
+    tables = [
+        Table(
+            "timelines-sets",
+            f"Bytes per set over the replay ({scheduler})",
+            totals,
+            formats={"bytes": "bytes", "share": "share"},
+            note="What the bandwidth plot spreads over time: each set's bytes and share of all bytes.",
         ),
-        formats={"ready": "{:.6f}", "start": "{:.6f}", "end": "{:.6f}", "wait": "{:.6g}"},
-        interactive=True,
-    )
-    reading = _reading(mine, scheduler, order, (begin, end), (n_replayed, n_jobs), shown, whole=whole)
-    return Section(SECTION_ID, TITLE, reading=reading, figures=(gantt, shares), tables=(total_table, phase_table))
+        Table(
+            "timelines-phases",
+            f"The phases drawn in the Gantt ({scheduler})",
+            shown.select(
+                "job_id",
+                "phase",
+                "set",
+                "bytes",
+                "ready",
+                "start",
+                "end",
+                (pl.col("start") - pl.col("ready")).alias("wait"),
+                (pl.col("end") - pl.col("start")).alias("duration"),
+                (pl.col("start") - window[0]).alias("start in the Gantt"),
+            ),
+            formats={
+                "bytes": "bytes",
+                "ready": "date",
+                "start": "date",
+                "end": "date",
+                "wait": "seconds",
+                "start in the Gantt": "seconds",
+                "duration": "seconds",
+            },
+            interactive=True,
+        ),
+    ]
+    extra = [
+        _periods_table(periods, min_jobs) if periods.height else None,
+        _busy_metrics_table(inputs.replay_schedulers),
+    ]
+    tables[1:1] = [table for table in extra if table is not None]
+    reading = _reading(mine, scheduler, order, window, (n_replayed, n_jobs), shown, whole=whole)
+    reading += " " + _periods_reading(inputs.jobs, periods, min_jobs, span, n_replayed)
+    return Section(SECTION_ID, TITLE, reading=reading, figures=tuple(figures), tables=tuple(tables))
+
+
+def _fitted(shown: pl.DataFrame, window: tuple[float, float], *, sliced: bool) -> tuple[float, float]:
+    """The Gantt's range: the bars drawn (waits, I/O and the compute gaps between them) whole, or, for a slice,
+    the slice narrowed to them (no empty margin)."""
+    if shown.height == 0:
+        return window
+    first = float(shown.select(pl.min_horizontal("previous", "ready").min()).item())
+    last = float(shown["end"].max())  # type: ignore[arg-type]
+    if not sliced:
+        return (first, last) if last > first else window
+    begin, end = max(window[0], first), min(window[1], last)
+    return (begin, end) if end > begin else window
 
 
 def _slice(phases: pl.DataFrame, begin: float, end: float) -> tuple[pl.DataFrame, int]:
@@ -258,7 +408,14 @@ def _slice(phases: pl.DataFrame, begin: float, end: float) -> tuple[pl.DataFrame
 
 
 def _gantt_figure(
-    shown: pl.DataFrame, scheduler: str, window: tuple[float, float], n_jobs: int, *, whole: bool
+    shown: pl.DataFrame,
+    scheduler: str,
+    window: tuple[float, float],
+    n_jobs: int,
+    *,
+    whole: bool,
+    sliced: bool,
+    min_jobs: int,
 ) -> Figure:
     """Jobs as rows: I/O phases coloured by set, waits as light hatched bars, compute gaps as thin grey bars."""
     shown = shown.with_columns(label=escape_text(pl.col("job_id")))
@@ -287,13 +444,18 @@ def _gantt_figure(
         barmode="overlay",
         height=max(260, 80 + 20 * len(rows_order)),
     )
+    period = "busy period" if min_jobs == BUSY_JOBS else "period of activity"
     if whole:
-        note = f"The whole replay: {n_jobs} job{'' if n_jobs == 1 else 's'}."
+        note = f"The whole replay: {counted(n_jobs, 'job')}."
+    elif not sliced:
+        note = f"The {period} with the most phase time, {_span(begin, end)}: {counted(n_jobs, 'job')} active in it,"
+        note += " their phases there drawn whole."
     else:
-        note = f"The slice {_span(begin, end)}, a tenth of the replay where the most phases wait or do I/O"
-        note += f"; {len(rows_order)} of the {n_jobs} jobs active in it, those with the most phases there."
+        note = f"The slice {_span(begin, end)} of the {period} with the most phase time, a tenth of it where the most"
+        note += f" phases wait or do I/O; {len(rows_order)} of the {counted(n_jobs, 'job')} active in it, those with"
+        note += " the most phases there."
         if n_jobs <= len(rows_order):
-            note = note.split(";")[0] + f"; all {n_jobs} jobs active in it."
+            note = note.split(";")[0] + f"; all {counted(n_jobs, 'job')} active in it."
     return Figure(
         "timelines-gantt",
         "Compute and I/O phases " + ("as recorded" if scheduler == RECORDED else f"under {scheduler}"),
@@ -304,11 +466,32 @@ def _gantt_figure(
 
 
 def _span(begin: float, end: float) -> str:
-    """A slice in words: UTC dates for dates since the epoch, else seconds."""
-    first, last = (epoch_date(t, "%Y-%m-%d %H:%M:%S") for t in (begin, end))
+    """A slice in words: UTC dates for dates since the epoch, else seconds since the trace's start; its length.
+
+    Examples
+    --------
+    >>> _span(1.7e9, 1.7e9 + 90.0), _span(2.0, 5.0)
+    ('2023-11-14 22:13:20 to 22:14:50 UTC (1.50 min)', '2.00 s to 5.00 s (3.00 s)')
+    """
+    first, last = epoch_date(begin, "%Y-%m-%d %H:%M:%S"), epoch_date(end, "%Y-%m-%d %H:%M:%S")
+    length = format_seconds(end - begin)
     if first is None or last is None:
-        return f"[{begin:.6g}, {end:.6g}] s"
-    return f"{first} to {last} UTC"
+        return f"{format_seconds(begin)} to {format_seconds(end)} ({length})"
+    if last[:10] == first[:10]:
+        last = last[11:]
+    return f"{first} to {last} UTC ({length})"
+
+
+def _date_or_seconds(seconds: float) -> str:
+    """A date since the epoch to the second (UTC), else seconds since the trace's start.
+
+    Examples
+    --------
+    >>> _date_or_seconds(1.7e9), _date_or_seconds(3.0)
+    ('2023-11-14 22:13:20 UTC', '3.00 s')
+    """
+    date = epoch_date(seconds, "%Y-%m-%d %H:%M:%S")
+    return format_seconds(seconds) if date is None else f"{date} UTC"
 
 
 def _set_key(item: tuple[tuple[Any, ...], pl.DataFrame]) -> tuple[bool, int]:
@@ -342,33 +525,185 @@ def _bars(
     }
 
 
-def _share_figure(edges: np.ndarray, sets: list[int | None], moved: np.ndarray, scheduler: str) -> Figure:
-    """Each set's share of the bytes moved per bin, stacked; hover gives the bytes."""
+def _share_figure(
+    edges: np.ndarray, inside: np.ndarray | None, sets: list[int | None], moved: np.ndarray, scheduler: str
+) -> Figure:
+    """Each set's bandwidth per bin, stacked bars over the busy periods (``inside``: the bins drawn), so that a
+    bin where little moves stays low (idle shows); the gaps between periods are cut from a date axis."""
     scale, axis = time_axis(float(edges[0]))
-    centres = (edges[:-1] + edges[1:]) / 2 * scale
-    where = "%{x}" if scale != 1.0 else "%{x:.6g} s"
+    drawn = np.ones(edges.size - 1, bool) if inside is None else inside
+    widths = np.diff(edges)
+    rates = moved / widths
     total = moved.sum(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         shares = np.where(total > 0, moved / total, np.nan)
+    where = "%{x}" if scale != 1.0 else "%{x:.6g} s"
+    centres = ((edges[:-1] + edges[1:]) / 2)[drawn] * scale
+    data = [
+        {
+            "type": "bar",
+            "name": set_label(set_id),
+            "x": json_values(centres),
+            "y": json_values(np.where(moved[i] > 0, rates[i], np.nan)[drawn]),  # no empty bar to draw
+            "width": json_values(widths[drawn] * scale),
+            "customdata": [
+                list(pair) for pair in zip(json_values(moved[i][drawn]), json_values(shares[i][drawn]), strict=True)
+            ],
+            "marker": {"color": set_colour(set_id) if set_id is not None else UNSET_COLOUR, "line": {"width": 0}},
+            "hovertemplate": f"{set_label(set_id)}<br>{where}<br>%{{y:.4s}}B/s<br>%{{customdata[0]:.4s}}B, "
+            "%{customdata[1]:.1%} of the bin's bytes<extra></extra>",
+        }
+        for i, set_id in enumerate(sets)
+    ]
+    gaps = np.flatnonzero(~drawn)
+    breaks = [{"bounds": [_iso(edges[i]), _iso(edges[i + 1])]} for i in gaps] if scale != 1.0 else []
+    layout = figure_layout(
+        xaxis={**axis, "rangebreaks": breaks} if breaks else axis,
+        yaxis=bytes_axis("bandwidth") | {"ticksuffix": "B/s", "rangemode": "tozero"},
+        barmode="stack",
+        bargap=0,
+    )
+    n_periods = 1 + gaps.size
+    note = f"{int(drawn.sum())} bins"
+    if inside is not None:
+        note += f" over {counted(n_periods, 'period')} of the table below (those with the most phase time, at most"
+        note += f" {SHARE_PERIODS}); the gaps between them are cut from the axis" if breaks else f" {SHARE_PERIODS})"
+    else:
+        note += f" of {format_seconds(float(widths[0]))}"
+    note += ". Each phase's bytes are spread evenly over its [start, end]; a low bin is a bin where the device idled."
+    return Figure("timelines-shares", f"Bandwidth per set over time ({scheduler})", data, layout, note=note)
+
+
+def _iso(seconds: float) -> str:
+    """A date since the epoch as Plotly reads it on a date axis (UTC, microseconds).
+
+    Examples
+    --------
+    >>> _iso(1.7e9 + 0.25)
+    '2023-11-14 22:13:20.250000'
+    """
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _concurrency_figure(jobs: pl.DataFrame, phases: pl.DataFrame) -> Figure:
+    """Jobs running over time, a step line: from the jobs table's start and end, else from the replayed phases."""
+    starts, ends = job_intervals(jobs) if {"start", "end"} <= set(jobs.columns) else (np.empty(0), np.empty(0))
+    source = "the jobs table's start and end"
+    if not (ends > starts).any():
+        lives = phases.group_by("job_id").agg(pl.col("ready").min().alias("start"), pl.col("end").max())
+        starts, ends = job_intervals(lives)
+        source = "each job's first phase to its last (the jobs table has no dates)"
+    dates, running = concurrency(starts, ends)
+    dates, running, binned = bounded_steps(dates, running, points=CONCURRENCY_POINTS)
+    scale, axis = time_axis(float(dates[0]) if dates.size else 0.0)
     data = [
         {
             "type": "scatter",
             "mode": "lines",
-            "stackgroup": "shares",
-            "name": set_label(set_id),
-            "x": json_values(centres),
-            "y": json_values(shares[i]),
-            "customdata": json_values(moved[i]),
-            "line": {"width": 0.5, "color": set_colour(set_id) if set_id is not None else UNSET_COLOUR},
-            "hovertemplate": f"{set_label(set_id)}<br>{where}<br>share %{{y:.1%}}<br>%{{customdata:.4g}} bytes"
-            "<extra></extra>",
+            "name": "jobs running",
+            "x": json_values(dates * scale),
+            "y": json_values(running),
+            "line": {"shape": "hv", "color": ACCENT_COLOUR, "width": 1},
+            "fill": "tozeroy",
+            "hovertemplate": ("%{x}" if scale != 1.0 else "%{x:.6g} s") + "<br>%{y} jobs running<extra></extra>",
         }
-        for i, set_id in enumerate(sets)
     ]
-    layout = figure_layout(xaxis=axis, yaxis={**number_axis("share of the bytes moved"), "range": [0, 1]})
-    note = f"{edges.size - 1} bins of {format_seconds(float(edges[1] - edges[0]))}; each phase's bytes spread evenly"
-    note += " over its [start, end]. Gaps: no byte moved in the bin."
-    return Figure("timelines-shares", f"Bandwidth share per set over time ({scheduler})", data, layout, note=note)
+    layout = figure_layout(xaxis=axis, yaxis=number_axis("jobs running") | {"rangemode": "tozero"}, legend=False)
+    note = f"From {source}; a busy period is where the line is at {BUSY_JOBS} or more."
+    if binned:
+        note += f" {CONCURRENCY_POINTS} bins, each drawn at the most jobs running in it."
+    return Figure("timelines-concurrency", "Jobs running over time", data, layout, note=note)
+
+
+def _periods_table(periods: pl.DataFrame, min_jobs: int) -> Table:
+    """The periods with the most phase time (at most ``SHARE_PERIODS``), in date order."""
+    kept = periods.sort("phase_seconds", descending=True).head(SHARE_PERIODS).sort("start")
+    frame = kept.select(
+        "start",
+        "end",
+        (pl.col("end") - pl.col("start")).alias("length"),
+        pl.col("peak").alias("most jobs at once"),
+        pl.col("job_seconds").alias("job time"),
+        pl.col("phase_seconds").alias("phase time"),
+    )
+    what = "busy periods (at least two jobs running)" if min_jobs == BUSY_JOBS else "periods of activity (no overlap)"
+    note = f"The replay's {what}, each job from its first phase's ready date to its last phase's end"
+    note += (
+        f"; {kept.height} of {periods.height}, those with the most phase time." if kept.height < periods.height else "."
+    )
+    return Table(
+        "timelines-periods",
+        f"The replay's {what}",
+        frame,
+        formats={
+            "start": "date",
+            "end": "date",
+            "length": "seconds",
+            "most jobs at once": "count",
+            "job time": "seconds",
+            "phase time": "seconds",
+        },
+        note=note,
+    )
+
+
+def _busy_metrics_table(schedulers: pl.DataFrame | None) -> Table | None:
+    """Each scheduler's metrics over the busy periods (the replay's ``busy_*`` columns), when the replay has them."""
+    if schedulers is None or "busy_periods" not in schedulers.columns or schedulers["busy_periods"].is_null().all():
+        return None  # a replay written before the busy metrics
+    columns = [f"busy_{name}" for name in TRACE_METRICS if f"busy_{name}" in schedulers.columns]
+    frame = schedulers.select("scheduler", "busy_periods", "busy_seconds", *columns).rename(
+        {column: column.removeprefix("busy_") for column in columns}
+    )
+    return Table(
+        "timelines-busy-metrics",
+        "Metrics over the busy periods",
+        frame,
+        formats={
+            "busy_periods": "count",
+            "busy_seconds": "seconds",
+            "utilization": "share",
+            "utilization_bound": "share",
+            "io_slowdown": "ratio",
+            "max_stretch": "ratio",
+            "mean_stretch": "ratio",
+            "p99_stretch": "ratio",
+            "throughput": "rate",
+        },
+        note=(
+            "The replay's metrics over the busy periods of the trace as recorded: the maximal stretches during which"
+            " at least two jobs run, each job from its start to its last request's end, the same for every"
+            " scheduler. Each job's time, compute and bytes are summed over them (the stretches: the jobs that run in"
+            " one): where the jobs compete and a scheduler can change something. The Schedulers section has the"
+            " metrics over the whole replay, idle time included."
+        ),
+    )
+
+
+def _periods_reading(
+    jobs: pl.DataFrame, periods: pl.DataFrame, min_jobs: int, span: tuple[float, float], n_jobs: int
+) -> str:
+    """The rule of the busy periods, how much of the replay (of ``n_jobs`` jobs) and of the jobs' time they hold."""
+    share = overlapped_share(jobs) if {"start", "end"} <= set(jobs.columns) else None
+    text = (
+        f"A busy period is a maximal stretch of time during which at least {BUSY_JOBS} jobs run (in the replay, each"
+        " job from its first phase's ready date to its last phase's end); the Gantt draws the one with the most"
+        " phase time, the bandwidth plot the busiest ones."
+    )
+    if min_jobs == BUSY_JOBS:
+        covered = float((periods["end"] - periods["start"]).sum())
+        text += (
+            f" The replay has {counted(periods.height, 'busy period')}: {format_seconds(covered)} in all, between its"
+            f" first phase ({_date_or_seconds(span[0])}) and its last ({_date_or_seconds(span[1])})."
+        )
+    elif n_jobs == 1:
+        text += " The replay holds one job: there is nothing to share, the plots show its run."
+    else:
+        text += " No two jobs of the replay ever run at once: no scheduler can change anything; the plots show the"
+        text += " periods during which one job runs instead."
+    if share is not None and (jobs["end"] > jobs["start"]).any():
+        text += f" As recorded, the jobs spent {format_share(share)} of their time running beside another job."
+    return text
 
 
 def _reading(
@@ -381,32 +716,30 @@ def _reading(
     *,
     whole: bool,
 ) -> str:
-    """What the plots show, with the replay's counts; ``counts``: jobs replayed, jobs active in the slice."""
+    """What the plots show, with the replay's counts; ``counts``: jobs replayed, jobs active in the Gantt's window."""
     waited = phases.filter(pl.col("start") > pl.col("ready"))
     wait = float(waited.select((pl.col("start") - pl.col("ready")).sum()).item())
     others = [name for name in order if name != scheduler]
     also = f" (also replayed: {', '.join(others)})" if others else ""
+    n_phases = counted(phases.height, "I/O phase")
     if scheduler == RECORDED:
         text = (
-            f"The site's trace as recorded: {counts[0]} jobs, {phases.height} I/O phases (no replay given: "
+            f"The site's trace as recorded: {counted(counts[0], 'job')}, {n_phases} (no replay given: "
             f"`{REPLAY_COMMAND}` shows what each scheduler would change, waits included). "
         )
     else:
         text = (
-            f"The trace replay under {scheduler}{also}: "
-            f"{counts[0]} jobs, {phases.height} I/O phases, {waited.height} of which waited for their"
-            f" turn ({format_seconds(wait)} of waiting in all). "
+            f"The trace replay under {scheduler}{also}: {counted(counts[0], 'job')}, {n_phases}, {waited.height} of"
+            f" which waited for their turn ({format_seconds(wait)} of waiting in all). "
         )
-    if whole:
-        text += "The Gantt shows the whole replay: "
-    else:
-        text += f"The Gantt shows its busiest slice, {_span(*window)}: "
     text += (
-        "rows are jobs, coloured bars their I/O phases (by set), light hatched bars the time a phase was ready but"
-        " waited, thin grey bars compute. Below, each set's share of the bytes moved over the whole replay: a set"
-        " whose share drops while others are busy is the one made to wait."
+        "The first plot counts the jobs running over time. "
+        + ("The Gantt shows the whole replay: " if whole else f"The Gantt shows {_span(*window)}: ")
+        + "rows are jobs, coloured bars their I/O phases (by set), light hatched bars the time a phase was ready but"
+        " waited, thin grey bars compute. The last plot stacks each set's bandwidth over the busy periods: a set"
+        " whose bandwidth drops while others are busy is the one made to wait, and a low bin is idle time."
     )
     drawn = shown["job_id"].n_unique()
     if counts[1] > drawn:
-        text += f" Only {drawn} of the {counts[1]} jobs active in the slice are drawn: those with most phases in it."
+        text += f" Only {drawn} of the {counts[1]} jobs active there are drawn: those with most phases in it."
     return text

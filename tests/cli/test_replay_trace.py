@@ -89,6 +89,9 @@ def test_compare_policies_per_job_and_per_scheduler():
     assert sets["io_slowdown"] == pytest.approx(math.sqrt(1 * 2)) and sets["mean_stretch"] == 1.5
     assert sets["p99_stretch"] == pytest.approx(1.99)
     assert (fcfs["window_start"], fcfs["window_end"]) == (sets["window_start"], sets["window_end"]) == (0.0, 4.0)
+    # Both jobs recorded over [0, 2]: one busy period, the same for both schedulers; fcfs moved x1 and y1 in it
+    assert (fcfs["busy_periods"], fcfs["busy_seconds"]) == (sets["busy_periods"], sets["busy_seconds"]) == (1, 2.0)
+    assert fcfs["busy_throughput"] == pytest.approx(MB) and fcfs["busy_utilization"] == 0.0
     # x and y are both in set 1 (y as the conservative set): it moves all 4 MB of the window
     assert got.shares.rows() == [("fcfs", 1, 4.0 * MB, 1.0), ("iosets-wfq", 1, 4.0 * MB, 1.0)]
 
@@ -162,7 +165,8 @@ def test_shares_sum_to_one_and_to_the_window_bytes_per_scheduler():
 
 
 def test_the_policies_table_has_every_trace_metric():
-    assert TRACE_REPLAY_SCHEDULERS.names == ["scheduler", *TRACE_METRICS, "window_start", "window_end"]
+    busy = ["busy_periods", "busy_seconds", *(f"busy_{name}" for name in TRACE_METRICS)]
+    assert TRACE_REPLAY_SCHEDULERS.names == ["scheduler", *TRACE_METRICS, "window_start", "window_end", *busy]
 
 
 def test_replay_trace_prints_the_table_and_writes_per_job_rows(files, table_rows):

@@ -165,3 +165,26 @@ def test_bad_jobs_are_refused(late_requests, jobs, message):
 def test_bad_windows_are_refused(two_jobs, window):
     with pytest.raises(InputError, match="window: expected"):
         trace_metrics(two_jobs, window=window)
+
+
+def test_busy_metrics_sum_each_job_over_the_periods(two_jobs):
+    # Periods [0, 1] and [5, 6]: a present 1 (all I/O, e_io 1, a phase ends); b present 1 + 1, all I/O: served
+    # [1, 2] is outside, [0, 1] waited; its phase [5, 6] moved 1 MB (e_io 1) and ends inside.
+    from iosets.replay._trace_metrics import busy_metrics
+
+    m = busy_metrics(two_jobs, [(0.0, 1.0), (5.0, 6.0)])
+    assert m.window == (0.0, 6.0)
+    assert m.utilization == pytest.approx(0.0)  # no compute inside either period
+    assert m.throughput == pytest.approx(2 * MB / 2.0)  # a's MB in [0, 1], b's third in [5, 6]
+    one = trace_metrics(two_jobs, window=(5.0, 6.0))
+    alone = busy_metrics(two_jobs, [(5.0, 6.0)])
+    assert alone.values() == one.values()  # one period is one window
+
+
+def test_busy_metrics_refuse_overlapping_periods_and_have_none_without_periods(two_jobs):
+    from iosets.replay._trace_metrics import busy_metrics
+
+    with pytest.raises(InputError, match="periods: expected disjoint"):
+        busy_metrics(two_jobs, [(0.0, 2.0), (1.0, 3.0)])
+    empty = busy_metrics(two_jobs, [])
+    assert empty.utilization is None and empty.notes["utilization"] == "no busy period"

@@ -144,3 +144,11 @@ def test_missing_request_replay_names_the_command():
     section = request_level_section(inputs_of(None))
     assert section.missing is not None
     assert "iosets replay-requests REQUESTS --scheduler rbfq ... -o result.parquet" in section.missing
+
+
+def test_dispatch_dates_since_the_epoch_are_drawn_on_a_date_axis():
+    day = 1_640_000_000.0  # what a real site's requests carry: "1.64B" on a number axis
+    section = request_level_section(inputs_of(results_frame([0, 1], [4, 4], [day + 1.0, day + 2.0])))
+    shares = section.figures[0]
+    assert shares.layout["xaxis"]["type"] == "date"
+    assert shares.data[0]["x"] == [(day + 2.0) * 1000]  # ms since the epoch: what Plotly's date axis reads

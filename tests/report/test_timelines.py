@@ -6,10 +6,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from iosets.replay._trace_metrics import TRACE_METRICS
 from iosets.report._document import ReportInputs
 from iosets.report._palette import UNSET_COLOUR, set_colour
 from iosets.report._timelines import (
     GANTT_JOBS,
+    SHARE_PERIODS,
     busiest_window,
     share_over_time,
     spread_bytes,
@@ -93,7 +95,9 @@ def test_gantt_draws_io_wait_and_compute_with_the_inputs_dates():
     )
     section = timelines_section(inputs_of(phases))
     assert section.id == "timelines" and section.missing is None
-    gantt, shares = section.figures
+    concurrency, gantt, shares = section.figures
+    # jobs running (from each job's first phase to its last: the jobs table has no dates): a [0, 8), b [1, 7)
+    assert concurrency.data[0]["x"] == [0.0, 1.0, 7.0, 8.0] and concurrency.data[0]["y"] == [1, 2, 1, 0]
     by_name = {trace["name"]: trace for trace in gantt.data}
     assert set(by_name) == {"compute", "set 0", "set 1", "set 1 waiting"}
     io0 = by_name["set 0"]
@@ -109,15 +113,24 @@ def test_gantt_draws_io_wait_and_compute_with_the_inputs_dates():
     assert totals.rows() == [(0, 150, pytest.approx(150 / 210)), (1, 60, pytest.approx(60 / 210))]
     assert "iosets-wfq" in gantt.title and "iosets-wfq" in shares.title
     stacked = {trace["name"]: trace for trace in shares.data}
-    assert sum(sum(v for v in stacked[name]["customdata"] if v) for name in stacked) == pytest.approx(210.0)
-    busy = [i for i, v in enumerate(stacked["set 0"]["y"]) if v is not None]
-    assert all(stacked["set 0"]["y"][i] + stacked["set 1"]["y"][i] == pytest.approx(1.0) for i in busy)
+    # Bins over the busy period [1, 7] only: a's phase 0 moves 75 of its 100 B there, its phase 1 (6-8) 25 of 50,
+    # b's phase 60 B; the rates times the widths give the bytes back, each bin's shares add up to 1.
+    moved = [sum(pair[0] for pair in stacked[name]["customdata"]) for name in ("set 0", "set 1")]
+    assert moved == [pytest.approx(75.0 + 25.0), pytest.approx(60.0)]
+    pairs = zip(stacked["set 1"]["y"], stacked["set 1"]["width"], strict=True)
+    rate_bytes = sum(rate * width for rate, width in pairs if rate is not None)  # None: nothing moved, no bar
+    assert rate_bytes == pytest.approx(60.0)
+    busy = [i for i, pair in enumerate(stacked["set 0"]["customdata"]) if pair[1] is not None]
+    assert busy and all(
+        stacked["set 0"]["customdata"][i][1] + stacked["set 1"]["customdata"][i][1] == pytest.approx(1.0) for i in busy
+    )
+    assert shares.layout["barmode"] == "stack"
 
 
 def test_first_policy_is_drawn_without_iosets_wfq_and_unset_jobs_are_grey():
     phases = phases_frame([("a", "wfq", 0, None, 5, 0.0, 0.0, 1.0), ("a", "fcfs", 0, None, 5, 0.0, 0.0, 1.0)])
     section = timelines_section(inputs_of(phases))
-    gantt = section.figures[0]
+    gantt = section.figures[1]
     assert "wfq" in gantt.title and "fcfs" not in gantt.title
     (trace,) = gantt.data
     assert trace["name"] == "no set" and trace["marker"]["color"] == UNSET_COLOUR
@@ -127,7 +140,7 @@ def test_gantt_keeps_the_jobs_with_most_phases_in_the_slice_and_says_so():
     rows = [(f"busy{i:02d}", "fcfs", k, 0, 1, float(k), float(k), k + 0.5) for i in range(GANTT_JOBS) for k in range(3)]
     rows += [(f"quiet{i}", "fcfs", 0, 1, 1, 0.0, 0.0, 0.5) for i in range(5)]
     section = timelines_section(inputs_of(phases_frame(rows)))
-    gantt = section.figures[0]
+    gantt = section.figures[1]
     drawn = {label for trace in gantt.data for label in trace["y"]}
     assert drawn == {f"busy{i:02d}" for i in range(GANTT_JOBS)}
     assert f"{GANTT_JOBS} of the {GANTT_JOBS + 5} jobs" in gantt.note
@@ -135,7 +148,7 @@ def test_gantt_keeps_the_jobs_with_most_phases_in_the_slice_and_says_so():
 
 def test_job_ids_are_escaped_in_the_plot():
     phases = phases_frame([("<b>x</b>", "fcfs", 0, 0, 5, 0.0, 0.0, 1.0)])
-    gantt = timelines_section(inputs_of(phases)).figures[0]
+    gantt = timelines_section(inputs_of(phases)).figures[1]
     assert gantt.data[0]["y"] == ["&lt;b&gt;x&lt;/b&gt;"]
     assert "<b>" not in json.dumps(gantt.data)
 
@@ -171,16 +184,22 @@ def test_figures_stay_small_on_a_large_replay():
     assert size < 1_000_000
     totals = section.tables[0].frame
     assert totals["bytes"].sum() == frame["bytes"].sum()
-    stacked = sum(sum(v for v in trace["customdata"] if v) for trace in section.figures[1].data)
-    assert stacked == pytest.approx(float(frame["bytes"].sum()), rel=1e-9)
+    stacked = sum(sum(pair[0] for pair in trace["customdata"]) for trace in section.figures[2].data)
+    periods = next(table for table in section.tables if table.id == "timelines-periods").frame
+    assert 1 <= periods.height <= SHARE_PERIODS
+    expected = 0.0  # each phase's bytes times the part of its [start, end] inside a drawn period
+    for low, high in periods.select("start", "end").iter_rows():
+        inside = (np.minimum(end, high) - np.maximum(start, low)).clip(0.0) / (end - start)
+        expected += float((frame["bytes"].to_numpy() * inside).sum())
+    assert stacked == pytest.approx(expected, rel=1e-9)
 
 
 def test_dates_since_the_epoch_are_drawn_on_a_utc_date_axis():
     day = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
     phases = phases_frame([("a", "fcfs", 0, 0, 8, day, day + 2.0, day + 6.0)])
     section = timelines_section(inputs_of(phases))
-    gantt, shares = section.figures
-    assert gantt.layout["xaxis"]["type"] == "date" and shares.layout["xaxis"]["type"] == "date"
+    concurrency, gantt, shares = section.figures
+    assert {figure.layout["xaxis"]["type"] for figure in section.figures} == {"date"}
     io = next(trace for trace in gantt.data if trace["name"] == "set 0")
     assert io["base"] == [(day + 2.0) * 1000] and io["x"] == [4000.0]
     assert io["customdata"] == [[0, day, day + 2.0, day + 6.0, 8]]  # the hover keeps the table's seconds
@@ -191,7 +210,7 @@ def test_the_policy_drawn_is_one_the_phases_hold():
     phases = phases_frame([("a", "wfq", 0, 0, 5, 0.0, 0.0, 1.0)])
     schedulers = pl.DataFrame({"scheduler": ["iosets-wfq", "wfq"]})  # iosets-wfq has no phases
     inputs = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases, replay_schedulers=schedulers)
-    assert "under wfq" in timelines_section(inputs).figures[0].title
+    assert "under wfq" in timelines_section(inputs).figures[1].title
 
 
 def test_without_a_replay_the_site_trace_is_drawn_as_recorded():
@@ -215,4 +234,63 @@ def test_without_a_replay_the_site_trace_is_drawn_as_recorded():
     ]
     totals = next(table for table in section.tables if table.id == "timelines-sets").frame
     assert totals.select("set", "bytes").rows() == [(0, 7), (1, 8)]
-    assert section.figures[0].title == "Compute and I/O phases as recorded"
+    assert section.figures[1].title == "Compute and I/O phases as recorded"
+
+
+def test_years_of_idle_logs_put_the_gantt_on_the_busy_period():
+    # Two lone jobs in 2021 and 2023, three overlapping ones in 2025: the Gantt spans the 2025 jobs' phases only.
+    y2021, y2023, y2025 = 1_620_000_000.0, 1_690_000_000.0, 1_750_000_000.0
+    rows = [("old", "fcfs", 0, 0, 5, y2021, y2021, y2021 + 10.0), ("mid", "fcfs", 0, 1, 5, y2023, y2023, y2023 + 10.0)]
+    rows += [
+        (f"b{i}", "fcfs", k, i, 100, y2025 + i + 20 * k, y2025 + i + 20 * k, y2025 + i + 20 * k + 5)
+        for i in range(3)
+        for k in range(2)
+    ]
+    section = timelines_section(inputs_of(phases_frame(rows)))
+    concurrency, gantt, shares = section.figures
+    drawn = {label for trace in gantt.data for label in trace["y"]}
+    assert drawn == {"b0", "b1", "b2"}
+    assert gantt.layout["xaxis"]["range"] == [y2025 * 1000, (y2025 + 2 + 25) * 1000]
+    assert gantt.layout["xaxis"]["type"] == "date" and max(concurrency.data[0]["y"]) == 3
+    periods = next(table for table in section.tables if table.id == "timelines-periods").frame
+    assert periods.select("start", "end", "most jobs at once").rows() == [(y2025 + 1, y2025 + 26, 3)]
+    assert "1 busy period" in section.reading and "at least 2 jobs run" in section.reading
+
+
+def test_jobs_that_never_overlap_are_said_to_and_drawn_one_period_at_a_time():
+    rows = [("a", "fcfs", 0, 0, 5, 0.0, 0.0, 10.0), ("b", "fcfs", 0, 0, 50, 100.0, 100.0, 200.0)]
+    section = timelines_section(inputs_of(phases_frame(rows)))
+    gantt = section.figures[1]
+    assert gantt.layout["xaxis"]["range"] == [100.0, 200.0]  # the period with the most phase time: b's
+    assert "No two jobs of the replay ever run at once" in section.reading
+    assert "period of activity" in gantt.note
+
+
+def test_the_replay_metrics_over_busy_periods_are_tabled_with_their_kinds():
+    phases = phases_frame([("a", "fcfs", 0, 0, 5, 0.0, 0.0, 1.0)])
+    schedulers = pl.DataFrame(
+        {
+            "scheduler": ["fcfs"],
+            "busy_periods": [2],
+            "busy_seconds": [30.0],
+            **{f"busy_{name}": [0.5] for name in TRACE_METRICS},
+        }
+    )
+    inputs = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases, replay_schedulers=schedulers)
+    table = next(table for table in timelines_section(inputs).tables if table.id == "timelines-busy-metrics")
+    assert table.frame.columns == ["scheduler", "busy_periods", "busy_seconds", *TRACE_METRICS]
+    assert table.formats["utilization"] == "share" and table.formats["max_stretch"] == "ratio"
+    without = ReportInputs(jobs=inputs_of(phases).jobs, replay_phases=phases)
+    older = ReportInputs(  # a replay written before the busy metrics, its optional columns read as nulls
+        jobs=inputs_of(phases).jobs,
+        replay_phases=phases,
+        replay_schedulers=schedulers.with_columns(pl.lit(None, dtype=pl.Int64).alias("busy_periods")),
+    )
+    for inputs in (without, older):
+        assert all(table.id != "timelines-busy-metrics" for table in timelines_section(inputs).tables)
+
+
+def test_one_job_is_said_to_have_nothing_to_share():
+    section = timelines_section(inputs_of(phases_frame([("a", "fcfs", 0, 0, 5, 0.0, 0.0, 1.0)])))
+    assert "The replay holds one job: there is nothing to share" in section.reading
+    assert "1 jobs" not in section.reading and "1 I/O phase," in section.reading
