@@ -147,7 +147,7 @@ def read_inputs(
     )
 
 
-def _job_detail(jobs: Any, sources: dict[str, str]) -> dict[str, pl.DataFrame | None]:
+def _job_detail(jobs: Any, sources: dict[str, str]) -> dict[str, Any]:
     """The analyzer's tables beside a jobs table file, those that exist (each checked), or an Analysis' tables."""
     from .._results import read_table
     from ..analyzer import Analysis

@@ -8,7 +8,8 @@ import numpy as np
 import polars as pl
 
 from ._document import Figure, ReportInputs, Section, Table
-from ._palette import set_colour
+from ._format import counted
+from ._palette import UNSET_COLOUR, policy_colour, set_colour
 from ._plots import ECDF_POINTS, ecdf_trace, escape_text, figure_layout, json_values, number_axis, seconds_axis
 from ._timelines import time_axis
 
@@ -111,13 +112,13 @@ def request_level_section(inputs: ReportInputs) -> Section:
             missing=f"No request replay given. Run `{REQUESTS_COMMAND}` and give `--requests result.parquet`.",
         )
     schedulers = results["scheduler"].unique(maintain_order=True).to_list()
-    results, labels, colours = _grouped(results)
+    results, labels, colours = _grouped(results, _set_classes(inputs.request_classes))
     figures = [_shares_figure(results, labels, colours, scheduler) for scheduler in schedulers]
     figures.append(_latency_figure(results, labels, colours, schedulers))
     tables: list[Table] = []
     reading = (
-        f"A request replay under {', '.join(schedulers)}: {results.height} requests in "
-        f"{results['class'].n_unique()} classes. The first plot{'s' if len(schedulers) > 1 else ''} follow"
+        f"A request replay under {', '.join(schedulers)}: {counted(results.height, 'request')} in "
+        f"{counted(results['class'].n_unique(), 'class', 'classes')}. The first plot{'s' if len(schedulers) > 1 else ''} follow"
         f"{'' if len(schedulers) > 1 else 's'} each class's share of the bytes over windows of {SHARE_WINDOW} "
         "consecutive dispatched requests (the AGIOS WFQ report's test): a well-shared device keeps each class near its "
         "weight "
@@ -135,20 +136,28 @@ def request_level_section(inputs: ReportInputs) -> Section:
     return Section(SECTION_ID, TITLE, reading=reading, figures=tuple(figures), tables=tuple(tables))
 
 
-def _grouped(results: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
+def _set_classes(classes: pl.DataFrame | None) -> bool:
+    """Whether the request classes are sets (``replay-requests --class-by set``: the classes table's ``set``)."""
+    return classes is not None and "set" in classes.columns and classes["set"].null_count() < classes.height
+
+
+def _grouped(results: pl.DataFrame, set_classes: bool) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Requests with ``group`` (index of their class among the drawn ones), the drawn labels and colours.
 
     The ``TOP_CLASSES`` classes that moved most bytes are drawn each on its own (ordered by class), the
-    rest as one "other" group, last.
+    rest as one "other" group, last. Classes that are sets take their set's colour, others neutral ones.
     """
-    integer = results.schema["class"].is_integer()
     totals = results.group_by("class").agg(pl.col("size").sum()).sort("size", "class", descending=[True, False])
     kept = totals.head(TOP_CLASSES).sort("class")
-    labels = kept.select(escape_text(pl.format("class {}", pl.col("class")))).to_series().to_list()
-    colours = [set_colour(value if integer else i) for i, value in enumerate(kept["class"].to_list())]
+    noun = "set" if set_classes else "class"
+    labels = kept.select(escape_text(pl.format(f"{noun} {{}}", pl.col("class")))).to_series().to_list()
+    if set_classes:
+        colours = [set_colour(int(value)) for value in kept["class"].to_list()]
+    else:
+        colours = [policy_colour(i) for i in range(kept.height)]
     if totals.height > kept.height:
-        labels.append(f"{OTHER} ({totals.height - kept.height} classes)")
-        colours.append("#7f7f7f")
+        labels.append(f"{OTHER} ({counted(totals.height - kept.height, noun, 'classes' if noun == 'class' else None)})")
+        colours.append(UNSET_COLOUR)
     index = kept.select("class", pl.int_range(pl.len(), dtype=pl.Int64).alias("group"))
     grouped = results.join(index, on="class", how="left").with_columns(pl.col("group").fill_null(kept.height))
     return grouped, labels, colours
@@ -235,14 +244,15 @@ def _classes_table(classes: pl.DataFrame, schedulers: list[str]) -> Table:
         "Per class: reservation, throughput and latency",
         frame.select(columns),
         formats={
-            "reservation": "{:.4g}",
-            "throughput": "{:.4g}",
-            "share": "{:.2%}",
-            "bytes": "{:.6g}",
-            "latency_p50": "{:.4g}",
-            "latency_p99": "{:.4g}",
+            "reservation": "rate",
+            "throughput": "rate",
+            "share": "share",
+            "bytes": "bytes",
+            "requests": "count",
+            "latency_p50": "seconds",
+            "latency_p99": "seconds",
         },
-        note="reservation and throughput in bytes/s; met: served at least 99 % of the reservation.",
+        note="met: served at least 99 % of the reservation.",
         interactive=classes.height > 20,
     )
 

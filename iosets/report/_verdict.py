@@ -26,6 +26,7 @@ from ._baseline import (
     relative_change,
     scheduler_order,
 )
+from ._busy import overlapped_share
 from ._document import ReportInputs, Section, Table
 from ._format import counted, format_change, format_count, format_date, format_ratio, format_share, listed
 from ._plots import epoch_dated
@@ -477,29 +478,6 @@ def _tunable(jobs: pl.DataFrame) -> int:
 # ------------------------------------------------------------------------------------------- warnings
 
 
-def overlap_share(start: np.ndarray, end: np.ndarray) -> float | None:
-    """The share of the jobs' summed run time spent while at least one other job runs; None without run time.
-
-    Runs are ``[start, end]``; a run with a missing or reversed date is left out.
-
-    Examples
-    --------
-    >>> overlap_share(np.array([0.0, 5.0, 20.0]), np.array([10.0, 15.0, 30.0]))  # [5, 10] twice over 30 s of runs
-    0.3333333333333333
-    """
-    start, end = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
-    kept = np.isfinite(start) & np.isfinite(end) & (end > start)
-    start, end = start[kept], end[kept]
-    dates = np.concatenate((start, end))
-    order = np.argsort(dates, kind="stable")
-    running = np.cumsum(np.concatenate((np.ones(start.size), -np.ones(end.size)))[order])[:-1]
-    spans = np.diff(dates[order])
-    total = float((running * spans).sum())
-    if not total > 0:
-        return None
-    return float((running * spans)[running >= 2].sum()) / total
-
-
 def _runs(inputs: ReportInputs) -> tuple[np.ndarray, np.ndarray] | None:
     """Each job's ``(start, end)``: the jobs table's dates (those since the epoch when any is), else the replay's
     recorded phases; None without."""
@@ -521,11 +499,13 @@ def _runs(inputs: ReportInputs) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def _overlap(inputs: ReportInputs) -> float | None:
-    """:func:`overlap_share` of the jobs' runs (:func:`_runs`); None without two runs."""
+    """:func:`overlapped_share` of the jobs' runs (:func:`_runs`); None without two runs of some length."""
     runs = _runs(inputs)
     if runs is None or np.isfinite(runs[0]).sum() < 2:
         return None
-    return overlap_share(*runs)
+    start, end = (pl.Series(values, dtype=pl.Float64, nan_to_null=True) for values in runs)
+    timed = pl.DataFrame({"start": start, "end": end}).filter(pl.col("end") > pl.col("start"))
+    return overlapped_share(timed) if timed.height >= 2 else None
 
 
 def _warnings(inputs: ReportInputs) -> list[str]:

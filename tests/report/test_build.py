@@ -152,7 +152,7 @@ def test_text_from_the_inputs_stays_text(full_page):
     page = full_page[0]
     assert "<script>alert" not in page
     assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;&amp;amp;" in page
-    assert read_page(page).inline_scripts == 1 + len(SCRIPTS)  # plotly.js and the page's own scripts (report.js, job_detail.js), nothing else
+    assert read_page(page).inline_scripts == 1 + len(SCRIPTS)  # plotly.js and SCRIPTS, nothing else
 
 
 def test_no_url_leaves_the_page_outside_plotlyjs(full_page):

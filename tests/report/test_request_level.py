@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from iosets.report._document import ReportInputs
-from iosets.report._palette import set_colour
+from iosets.report._palette import policy_colour, set_colour
 from iosets.report._request_level import TOP_CLASSES, request_level_section, sliding_shares
 from iosets.schemas import JOBS, REQUEST_CLASSES, REQUEST_RESULTS
 
@@ -94,7 +94,11 @@ def test_section_shares_latency_and_reservations_equal_the_inputs():
     assert (
         by_class["class 0"]["y"] == [0.75] and by_class["class 1"]["y"] == [0.25] and by_class["class 0"]["x"] == [3.0]
     )
-    assert by_class["class 0"]["line"]["color"] == set_colour(0)
+    assert by_class["class 0"]["line"]["color"] == policy_colour(0)  # classes that are not sets: neutral colours
+    as_sets = classes_frame().with_columns(set=pl.col("class").cast(pl.Int64))  # replay-requests --class-by set
+    shares_by_set = request_level_section(inputs_of(results, as_sets)).figures[0]
+    drawn = {trace["name"]: trace["line"]["color"] for trace in shares_by_set.data}
+    assert drawn == {"set 0": set_colour(0), "set 1": set_colour(1)}
     cdf = {trace["name"]: trace for trace in latency.data}
     assert cdf["class 0"]["x"] == [0.5, 1.0, 1.5] and cdf["class 0"]["y"] == pytest.approx([1 / 3, 2 / 3, 1.0])
     assert cdf["class 1"]["x"] == [2.0] and cdf["class 1"]["y"] == [1.0]

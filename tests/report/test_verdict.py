@@ -9,8 +9,9 @@ from typer.testing import CliRunner
 from iosets.cli import app
 from iosets.errors import InputError
 from iosets.report import build_report
+from iosets.report._busy import overlapped_share
 from iosets.report._document import ReportInputs
-from iosets.report._verdict import overlap_share, verdict_section
+from iosets.report._verdict import verdict_section
 from iosets.schemas import JOBS, RECOMMENDED_JOBS, TRACE_REPLAY_JOBS, TRACE_REPLAY_SCHEDULERS, TUNE_RANKING
 
 JOB_IDS = ["a", "b", "c", "d"]
@@ -220,10 +221,14 @@ def test_saturated_wfq_weights_are_a_warning():
 
 
 def test_overlap_share_by_hand():
-    # [0, 100], [90, 110], [200, 300]: 220 s of runs, [90, 100] with two jobs -> 20 s
-    assert overlap_share(np.array([0.0, 90.0, 200.0]), np.array([100.0, 110.0, 300.0])) == pytest.approx(20 / 220)
-    assert overlap_share(np.array([0.0, 0.0]), np.array([10.0, 10.0])) == 1.0
-    assert overlap_share(np.array([5.0]), np.array([5.0])) is None
+    def share(start, end):
+        return overlapped_share(
+            pl.DataFrame({"start": start, "end": end}, schema={"start": pl.Float64, "end": pl.Float64})
+        )
+
+    assert share([0.0, 90.0, 200.0], [100.0, 110.0, 300.0]) == pytest.approx(20 / 220)
+    assert share([0.0, 0.0], [10.0, 10.0]) == 1.0
+    assert share([5.0], [5.0]) == 0.0
 
 
 def test_barely_overlapping_jobs_and_a_tuning_on_few_jobs_are_warnings():
