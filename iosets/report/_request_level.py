@@ -118,7 +118,8 @@ def request_level_section(inputs: ReportInputs) -> Section:
     tables: list[Table] = []
     reading = (
         f"A request replay under {', '.join(schedulers)}: {counted(results.height, 'request')} in "
-        f"{counted(results['class'].n_unique(), 'class', 'classes')}. The first plot{'s' if len(schedulers) > 1 else ''} follow"
+        f"{counted(results['class'].n_unique(), 'class', 'classes')}. "
+        f"The first plot{'s' if len(schedulers) > 1 else ''} follow"
         f"{'' if len(schedulers) > 1 else 's'} each class's share of the bytes over windows of {SHARE_WINDOW} "
         "consecutive dispatched requests (the AGIOS WFQ report's test): a well-shared device keeps each class near its "
         "weight "
