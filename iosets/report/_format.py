@@ -96,12 +96,12 @@ def format_date(seconds: float | None) -> str:
 
     Examples
     --------
-    >>> format_date(1.7e9), format_date(12.5), format_date(1e300), format_date(None)
-    ('2023-11-14 22:13', '12.5 s', '1e+300 s', '-')
+    >>> format_date(1.7e9), format_date(37.3633), format_date(4313.63), format_date(None)
+    ('2023-11-14 22:13', '37.36 s', '4,314 s', '-')
     """
     if seconds is None:
         return "-"
-    return epoch_date(seconds) or f"{seconds:,.6g} s"
+    return epoch_date(seconds) or f"{format_number(seconds)} s"
 
 
 def format_number(value: float | None) -> str:

@@ -479,23 +479,23 @@ def _tunable(jobs: pl.DataFrame) -> int:
 
 
 def _runs(inputs: ReportInputs) -> tuple[np.ndarray, np.ndarray] | None:
-    """Each job's ``(start, end)``: the jobs table's dates (those since the epoch when any is), else the replay's
-    recorded phases; None without."""
+    """Each job's ``(start, end)``: the trace replay's recorded phases when given (the clock its predictions are
+    made on), else the jobs table's dates (those since the epoch when any is); None without."""
+    phases = inputs.replay_phases
+    if phases is not None and phases.height > 0:
+        first = phases["scheduler"][0]
+        spans = (
+            phases.filter(pl.col("scheduler") == first)
+            .group_by("job_id")
+            .agg(pl.col("recorded_start").min(), pl.col("recorded_end").max())
+        )
+        return spans["recorded_start"].to_numpy(), spans["recorded_end"].to_numpy()
     jobs = inputs.jobs
     if "start" in jobs.columns and "end" in jobs.columns:
         dated = epoch_dated(jobs)
         if dated.height >= 2:
             return tuple(dated[name].cast(pl.Float64).fill_null(np.nan).to_numpy() for name in ("start", "end"))  # type: ignore[return-value]
-    phases = inputs.replay_phases
-    if phases is None or phases.height == 0:
-        return None
-    first = phases["scheduler"][0]
-    spans = (
-        phases.filter(pl.col("scheduler") == first)
-        .group_by("job_id")
-        .agg(pl.col("recorded_start").min(), pl.col("recorded_end").max())
-    )
-    return spans["recorded_start"].to_numpy(), spans["recorded_end"].to_numpy()
+    return None
 
 
 def _overlap(inputs: ReportInputs) -> float | None:
