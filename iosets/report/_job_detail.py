@@ -94,30 +94,10 @@ def job_flags(detail: dict[str, Any] | None) -> list[dict[str, Any]]:
     d = detail or {}
     out = []
     requests, small = d.get("requests"), d.get("small_requests")
-    if requests and small is not None:
-        share = small / requests
-        out.append(
-            _flag(
-                SMALL_REQUESTS,
-                share > SMALL_REQUESTS.share and small > SMALL_REQUESTS.at_least,
-                f"{format_share(share)} ({format_count(small)} of {counted(requests, 'request')})",
-            )
-        )
-    else:
-        out.append(_flag(SMALL_REQUESTS, None, "no request sizes in the trace"))
+    out.append(_share_flag(SMALL_REQUESTS, small, requests, "no request sizes in the trace"))
     accesses, sequential = d.get("accesses"), d.get("sequential")
-    if accesses and sequential is not None:
-        scattered = max(accesses - sequential, 0)
-        share = scattered / accesses
-        out.append(
-            _flag(
-                RANDOM_ACCESS,
-                share > RANDOM_ACCESS.share and scattered > RANDOM_ACCESS.at_least,
-                f"{format_share(share)} ({format_count(scattered)} of {counted(accesses, 'request')})",
-            )
-        )
-    else:
-        out.append(_flag(RANDOM_ACCESS, None, "no POSIX requests with offsets"))
+    scattered = None if not accesses or sequential is None else max(accesses - sequential, 0)
+    out.append(_share_flag(RANDOM_ACCESS, scattered, accesses, "no POSIX requests with offsets"))
     meta, io_time = d.get("meta_time"), d.get("io_time")
     if meta is not None and io_time:
         share = meta / io_time
@@ -142,6 +122,15 @@ def _balance(d: dict[str, Any]) -> dict[str, Any]:
         f"bytes {format_share(bytes_gap)} ({format_bytes(fast_b)} to {format_bytes(slow_b)})"
     )
     return _flag(UNBALANCED_RANKS, time_gap > UNBALANCED_RANKS.share or bytes_gap > UNBALANCED_BYTES, text)
+
+
+def _share_flag(rule: Rule, part: int | None, requests: int | None, unmeasured: str) -> dict[str, Any]:
+    """A flag raised when ``part`` of ``requests`` passes both the rule's share and its count."""
+    if not requests or part is None:
+        return _flag(rule, None, unmeasured)
+    share = part / requests
+    measured = f"{format_share(share)} ({format_count(part)} of {counted(requests, 'request')})"
+    return _flag(rule, share > rule.share and part > rule.at_least, measured)
 
 
 def _flag(rule: Rule, raised: bool | None, measured: str) -> dict[str, Any]:

@@ -6,6 +6,20 @@ import json
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
+SECTION_IDS = [
+    "verdict",
+    "overview",
+    "recommendation",
+    "scheduler",
+    "impact",
+    "model-check",
+    "timelines",
+    "requests",
+    "validation",
+    "jobs",
+]
+"""The ids of a full report's sections, in page order."""
+
 
 @dataclass
 class ReadTable:

@@ -14,23 +14,12 @@ import io
 
 import polars as pl
 import pytest
+from reading import SECTION_IDS
 
 from iosets.report import SERVED_CSP, build_report, build_sections, read_inputs
 
 pytestmark = pytest.mark.slow  # 10-25 s (replays, build, browser); keeps Chromium out of `make test-asan` too
 
-SECTIONS = [
-    "verdict",
-    "overview",
-    "recommendation",
-    "scheduler",
-    "impact",
-    "model-check",
-    "timelines",
-    "requests",
-    "validation",
-    "jobs",
-]
 BLANK = 1.0
 """Largest grey-level variance of a screenshot counted as blank (a uniform image has 0)."""
 
@@ -214,8 +203,8 @@ def test_at_400_px_nothing_is_wider_than_the_screen(harness, chromium, site_inpu
 
 
 def test_every_section_is_present_and_filled(opened, sections):
-    assert opened.section_ids() == SECTIONS
-    assert [section.id for section in sections] == SECTIONS
+    assert opened.section_ids() == SECTION_IDS
+    assert [section.id for section in sections] == SECTION_IDS
     assert [section.id for section in sections if section.missing is not None] == []
     missing = opened.page.evaluate("() => [...document.querySelectorAll('section.is-missing')].map(s => s.id)")
     assert missing == []
@@ -225,7 +214,7 @@ def test_every_figure_is_drawn_with_data(opened, sections):
     plots = {plot["id"]: plot for plot in opened.plots()}
     expected = [figure.id for section in sections for figure in section.figures]
     assert sorted(plots) == sorted(expected)
-    assert len(expected) >= len(SECTIONS) - 1  # the jobs section is a table; every other one draws
+    assert len(expected) >= len(SECTION_IDS) - 1  # the jobs section is a table; every other one draws
     for figure_id, plot in plots.items():
         with_points = [trace for trace in plot["traces"] if trace["points"] >= 1]
         assert with_points, f"{figure_id}: no trace with a point: {plot['traces']}"
@@ -233,7 +222,7 @@ def test_every_figure_is_drawn_with_data(opened, sections):
 
 
 def test_no_section_and_no_figure_is_blank(opened, sections):
-    for section in SECTIONS:
+    for section in SECTION_IDS:
         assert opened.screenshot_variance(f"section#{section}") > BLANK, section
     for figure in (figure for section in sections for figure in section.figures):
         assert opened.screenshot_variance(f"div#{figure.id}") > BLANK, figure.id

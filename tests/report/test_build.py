@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from markupsafe import escape
 from plotly.offline import get_plotlyjs
-from reading import read_page
+from reading import SECTION_IDS, read_page
 
 import iosets.report._build as build_module
 from iosets import __version__
@@ -57,18 +57,6 @@ PER_JOB = pl.DataFrame(
         "wait": [25.0, 10.0, 10.0, 30.0],
     }
 )
-SECTION_IDS = [
-    "verdict",
-    "overview",
-    "recommendation",
-    "scheduler",
-    "impact",
-    "model-check",
-    "timelines",
-    "requests",
-    "validation",
-    "jobs",
-]
 
 
 def stand_in(inputs):

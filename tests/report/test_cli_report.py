@@ -1,7 +1,7 @@
 """``iosets report`` and the demo's report: the file written, the line printed, and the errors."""
 
 import polars as pl
-from reading import read_page
+from reading import SECTION_IDS, read_page
 from test_build import JOBS, PER_JOB, REC
 from typer.testing import CliRunner
 
@@ -29,18 +29,7 @@ def test_report_writes_the_page_and_names_the_sections_shown_and_missing(tmp_pat
     )
     assert result.stdout == ""
     page = read_page(output.read_text(encoding="utf-8"))
-    assert list(page.sections) == [
-        "verdict",
-        "overview",
-        "recommendation",
-        "scheduler",
-        "impact",
-        "model-check",
-        "timelines",
-        "requests",
-        "validation",
-        "jobs",
-    ]
+    assert list(page.sections) == SECTION_IDS
     table = page.tables["jobs-table"]
     assert table.column("job_id") == [("a", "a"), ("c", "c"), ("b", "b")]
     assert table.column("stretch_fcfs") == [("1.25", "1.250"), ("1.05", "1.050"), ("", "")]

@@ -16,23 +16,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from reading import SECTION_IDS
 
 from iosets.errors import InputError
 
 CASES = ("one-job", "no-periodic", "one-set", "100k")
 
-SECTIONS = (
-    "verdict",
-    "overview",
-    "impact",
-    "recommendation",
-    "scheduler",
-    "model-check",
-    "timelines",
-    "requests",
-    "validation",
-    "jobs",
-)
+SECTIONS = SECTION_IDS
 """Every section a report may hold (a section absent from a report is skipped)."""
 
 BROKEN = {
