@@ -1,7 +1,7 @@
 """Every code block of the documentation runs: docs/**/*.md and README.md.
 
-A page's blocks run in page order, in one temporary folder per page, so that a block can make the files a
-later one reads. ```python blocks run in one namespace per page (as ``__main__``), except those with a
+A page's blocks run in page order, in one temporary folder per page (where ``tests/data`` is the checkout's,
+as for a reader in a checkout), so that a block can make the files a later one reads. ```python blocks run in one namespace per page (as ``__main__``), except those with a
 ``title="path"`` (a file of the package, shown whole or in part: it belongs to its package); in ```console and
 ```bash blocks, each line that starts with ``$ iosets`` runs as a command (``python -m iosets.cli``, so that
 PYTHONPATH chooses the code) and must exit 0, a line ending in ``\\`` going on on the next one. Other lines
@@ -86,6 +86,8 @@ def _name(page: Path) -> str:
 @pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=_name)
 def test_every_code_block_of_the_page_runs(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "tests").mkdir()  # pages name a checkout's sample logs as tests/data/...
+    (tmp_path / "tests" / "data").symlink_to(ROOT / "tests" / "data")
     namespace: dict[str, object] = {"__name__": "__main__"}
     for block in code_blocks(page.read_text(encoding="utf-8")):
         where = f"{_name(page)}:{block.line}"

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
+    from ._detail import ACTIVITY_BINS, requests_details
     from ._ingest import (
         INGESTERS,
         DarshanJob,
@@ -35,6 +36,8 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._worker import analyze_log, analyze_path, analyze_requests
 
 _EXPORTS = {
+    "ACTIVITY_BINS": "._detail",
+    "requests_details": "._detail",
     "SAME_JOB_GAP": "._jobs",
     "merge_logs": "._jobs",
     "NOT_PERIODIC": "._periodicity",

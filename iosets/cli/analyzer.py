@@ -70,8 +70,7 @@ def analyze(
 
     Analysis.check_output(output)
     if table is not None:
-        from ..analyzer import analyze_requests, read_requests
-        from ..analyzer._detail import requests_details
+        from ..analyzer import analyze_requests, read_requests, requests_details
         from ..schemas import ANALYSIS_ERRORS, MODULE_TOTALS
 
         trace = read_requests(table)

@@ -14,7 +14,8 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._compare import SchedulerComparison, compare_schedulers
     from ._device import DEVICE_UNITS, Device, read_device
     from ._experiments import EXPERIMENT_POLICIES, EXPERIMENT_REFERENCE, run_experiment, summarize_experiment
-    from ._model_check import MODEL_CHECK_THRESHOLD, ModelCheck, model_check
+    from ._model_check import MODEL_CHECK_THRESHOLD, UNTRUSTED, ModelCheck, model_check
+    from ._periods import BUSY_JOBS, busy_periods, concurrency
     from ._phase import PhaseReplay, replay_phases
     from ._phase_metrics import PhaseMetrics, workload_metrics
     from ._policies import POLICIES, assign_policy
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # what type checkers see; F401 is off for __init__ files
     from ._requests import SCHEDULER_PARAMS, SCHEDULERS, RequestReplay, RequestResults, replay_requests
     from ._striping import LAYOUT, site_layout
     from ._trace import RequestArrays
-    from ._trace_metrics import TraceMetrics, trace_metrics
+    from ._trace_metrics import TRACE_METRICS, TraceMetrics, trace_metrics
     from ._tune import TUNE_BASES, TuneSelection, tune, tune_selection
     from ._tune_site import Tuning, tune_site
 
@@ -50,6 +51,10 @@ _EXPORTS = {
     "run_experiment": "._experiments",
     "summarize_experiment": "._experiments",
     "MODEL_CHECK_THRESHOLD": "._model_check",
+    "UNTRUSTED": "._model_check",
+    "BUSY_JOBS": "._periods",
+    "busy_periods": "._periods",
+    "concurrency": "._periods",
     "ModelCheck": "._model_check",
     "model_check": "._model_check",
     "PhaseMetrics": "._phase_metrics",
@@ -74,6 +79,7 @@ _EXPORTS = {
     "LAYOUT": "._striping",
     "site_layout": "._striping",
     "RequestArrays": "._trace",
+    "TRACE_METRICS": "._trace_metrics",
     "TraceMetrics": "._trace_metrics",
     "trace_metrics": "._trace_metrics",
     "TUNE_BASES": "._tune",

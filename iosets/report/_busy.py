@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from ..replay._periods import BUSY_JOBS, busy_periods, concurrency
+from ..replay import BUSY_JOBS, busy_periods, concurrency
 
 __all__ = [
     "BUSY_JOBS",

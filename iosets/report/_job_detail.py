@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from ..analyzer._detail import ACTIVITY_BINS
+from ..analyzer import ACTIVITY_BINS
 from ..schemas import NOT_PERIODIC_MEANINGS
 from ._document import ReportInputs
 from ._format import counted, format_bytes, format_count, format_number, format_seconds, format_share

@@ -15,8 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..replay import ModelCheck, model_check
-from ..replay._model_check import UNTRUSTED
+from ..replay import UNTRUSTED, ModelCheck, model_check
 from ._document import Figure, ReportInputs, Section, Table
 from ._format import counted, format_share
 from ._palette import ACCENT_COLOUR

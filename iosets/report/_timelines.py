@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from ..replay._trace_metrics import TRACE_METRICS
+from ..replay import TRACE_METRICS
 from ._busy import BUSY_JOBS, active_periods, bounded_steps, concurrency, job_intervals, overlapped_share
 from ._document import Figure, ReportInputs, Section, Table
 from ._format import counted, epoch_date, format_seconds, format_share

@@ -36,6 +36,7 @@ def job_row(k: int) -> dict:
         "user": f"u{k % 7}",
         "app": f"app{k % 13}",
         "nprocs": 1 + k % 64,
+        "nodes": 1 + k % 8,
         "start": start,
         "end": start + runtime,
         "runtime": runtime,

@@ -330,6 +330,11 @@ class OpenedReport:
         edge (inside tables' scrolling boxes left out)."""
         return self.page.evaluate(OVERFLOWING)
 
+    def wait_until_nothing_overflows(self, bound_ms: int = 60_000) -> None:
+        """Wait (at most ``bound_ms``) until no element is past the viewport's right edge, as :meth:`overflowing`
+        sees it: plots resize after a window does, each on its own (Plotly's responsive handler is debounced)."""
+        self.page.wait_for_function(f"() => ({OVERFLOWING})().wide.length === 0", timeout=bound_ms, polling=100)
+
     def scroll_boxes(self) -> list[dict[str, Any]]:
         """Per table (``id``): its box's ``overflow`` (x), whether the table ``fits`` and whether its last column is
         ``reached`` by scrolling the box to its right end."""

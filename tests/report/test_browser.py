@@ -179,6 +179,7 @@ def test_a_grid_of_subplots_is_stacked_on_a_narrow_window_and_back_on_a_wide_one
     try:
         opened.page.set_viewport_size({"width": NARROW, "height": wide["height"]})
         opened.page.wait_for_function(f"() => ({NARROWEST_CELL})() > 0.5", timeout=60_000, polling=100)
+        opened.wait_until_nothing_overflows()  # the other plots resize on their own (Plotly's responsive handler)
         assert opened.overflowing()["wide"] == []
     finally:
         opened.page.set_viewport_size(wide)
