@@ -31,11 +31,11 @@ from starlette.concurrency import run_in_threadpool
 from .._io import atomic_path
 from ..errors import InputError, IosetsError
 from ..recommender import Evidence, default_lua_document
-from ..schemas import JOBS
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
 from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, lower_priority, usable
+from ._rowcheck import check_job
 from ._settings import Settings
 from ._store import Store
 from .client import DEFAULT_SET
@@ -182,13 +182,21 @@ class Service:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the background thread and release the store."""
+        """Stop the refit worker (a refit under way is abandoned), then the background thread; release the store.
+
+        The worker is terminated, not awaited: a refit of a large store runs for minutes at a low priority, and
+        left alone it would outlive the service (``ProcessPoolExecutor.shutdown`` does not stop a running task).
+        """
         self._stop.set()
         self._wake.set()
+        pool = self._pool
+        if pool is not None:
+            workers = list(pool._processes.values())  # no public way before Python 3.14's terminate_workers
+            pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     def readiness(self) -> dict[str, Any] | None:
@@ -252,10 +260,9 @@ class Service:
             return self._add_job(row)
 
     def _add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        row = {name: row.get(name) for name in JOBS.names}
-        frame = JOBS.validate(pl.DataFrame([row], schema=JOBS.polars), source=f"job {row['job_id']!r}")
+        row = check_job(row)
         with self._insert_lock:
-            stored, created = self.store.insert_job(frame.row(0, named=True))
+            stored, created = self.store.insert_job(row)
             self._unabsorbed += created
         if created:
             self.metrics.jobs_stored.inc()
@@ -440,6 +447,8 @@ class Service:
     def _snapshot(self, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
         """:func:`fit_snapshot` in the refit worker process (started on first use, again if it died)."""
         for attempt in (1, 2):
+            if self._stop.is_set():
+                raise IosetsError("the service is stopping: no refit")
             if self._pool is None:
                 context = multiprocessing.get_context("forkserver")
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
