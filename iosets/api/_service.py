@@ -19,7 +19,7 @@ import multiprocessing
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from .._io import atomic_path
 from ..errors import InputError, IosetsError
 from ..recommender import Evidence, default_lua_document
+from ._groupcommit import GroupCommit
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
@@ -152,7 +153,7 @@ class Service:
         self._evidence_lock = threading.Lock()  # a post's update of the evidence, or its swap after a rebuild
         self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
         self._generation = 0  # jobs absorbed into the evidence
-        self._post_gate = threading.Lock()  # one post checked and stored at a time
+        self._writer = GroupCommit(self._store_jobs)  # posted rows, stored by one thread in shared transactions
         self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
@@ -187,6 +188,7 @@ class Service:
         The worker is terminated, not awaited: a refit of a large store runs for minutes at a low priority, and
         left alone it would outlive the service (``ProcessPoolExecutor.shutdown`` does not stop a running task).
         """
+        self._writer.close()
         self._stop.set()
         self._wake.set()
         pool = self._pool
@@ -250,39 +252,42 @@ class Service:
 
     # ------------------------------------------------------------------------------------- jobs
 
-    def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``.
+    def submit_job(self, row: dict[str, Any]) -> Future:
+        """Check a jobs-table row and queue it to be stored unless its job_id is stored.
 
-        One post is checked and stored at a time (the store writes one at a time anyway): the others wait
-        without holding Python's interpreter lock, which the answers to recommendations need.
+        The future's result, ``(stored row, new)``, is set once the row is committed and taught to the
+        evidence (:class:`GroupCommit`: posts that wait together share one transaction). InputError
+        (422) for a row that breaks a JOBS rule, before anything is queued.
         """
-        with self._post_gate:
-            return self._add_job(row)
+        return self._writer.submit(check_job(row))
 
-    def _add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        row = check_job(row)
+    def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """:meth:`submit_job` and wait for its commit: ``(stored row, new)``."""
+        return self.submit_job(row).result()
+
+    def _store_jobs(self, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool]]:
+        """The writer's batch: store the rows in one transaction, then teach the evidence the new ones."""
         with self._insert_lock:
-            stored, created = self.store.insert_job(row)
-            self._unabsorbed += created
+            results = self.store.insert_jobs(rows)
+            created = [stored for stored, new in results if new]
+            self._unabsorbed += len(created)
         if created:
-            self.metrics.jobs_stored.inc()
-            self._absorb(stored)
+            self.metrics.jobs_stored.inc(len(created))
+            self._absorb(created)
             with self._insert_lock:
-                self._unabsorbed -= 1
-        return stored, created
+                self._unabsorbed -= len(created)
+        return results
 
-    def _absorb(self, stored: dict[str, Any]) -> None:
-        """Teach the evidence a stored job (and keep it for a rebuild under way)."""
-        learned = fit_row(stored)
+    def _absorb(self, stored: list[dict[str, Any]]) -> None:
+        """Teach the evidence stored jobs, in order (and keep them for a rebuild under way)."""
+        learned = [row for row in map(fit_row, stored) if row is not None]
         with self._evidence_lock:
             if self._evidence is not None:
-                if learned is not None:
-                    self._evidence.add([learned])
-                else:
-                    self._evidence.count(1)
+                self._evidence.add(learned)
+                self._evidence.count(len(stored) - len(learned))
             if self._recording is not None:
-                self._recording.append(stored)
-            self._generation += 1
+                self._recording.extend(stored)
+            self._generation += len(stored)
 
     def app_summary(self, app: str) -> dict[str, Any] | None:
         """An app's jobs, users, dates, median w_iter and alpha_io, and its top user's answer; None if unknown."""
