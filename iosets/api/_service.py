@@ -458,8 +458,9 @@ class Service:
                 context = multiprocessing.get_context("forkserver")
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
             try:
+                lua_out = None if self.settings.lua_out is None else str(self.settings.lua_out)
                 return self._pool.submit(
-                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild
+                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild, lua_out=lua_out
                 ).result()
             except BrokenProcessPool:
                 log.warning("iosets serve: the refit worker died (attempt %d of 2); starting another", attempt)
@@ -494,18 +495,13 @@ class Service:
         return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
 
     def _write_lua(self) -> None:
-        """Rewrite ``lua_out`` atomically with the current answers (the document job_submit.lua reads).
+        """Before any stored job has a w_iter, rewrite ``lua_out`` atomically with the default answer alone.
 
-        Before any stored job has a w_iter, the document holds the default answer alone (no app, no user).
+        Once one has, the refit worker rewrites it from each refit's snapshot (:func:`fit_snapshot`).
         """
-        from ..recommender import export
-
         self._lua_due = False
         state = self._state
-        if self.settings.lua_out is None or state is None:
-            return
-        if state.known is not None:
-            export(state.known.predict(state.history), "lua", self.settings.lua_out, recommender=state.known)
+        if self.settings.lua_out is None or state is None or state.known is not None:
             return
         answer = default_answer(state.policy)
         default = {"set": answer["set"], "priority": answer["priority"], "conservative": True}
