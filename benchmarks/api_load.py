@@ -122,6 +122,12 @@ def peak_memory(pid: int) -> float:
     return total
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` used so far, its threads included, not its children: s."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def start_server(data_dir: Path, port: int, log: Path, ready_within: float = 60.0) -> subprocess.Popen:
     """``iosets serve`` with one worker on ``data_dir``; returns once ``/readyz`` answers 200 (<= ready_within s)."""
     config = data_dir / "iosets.toml"
@@ -294,7 +300,9 @@ async def measure_latency(url: str, token: str, queries: list[dict], seconds: fl
         return results
 
 
-async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_uploads: int, stored: int) -> None:
+async def measure(
+    url: str, token: str, seconds: float, posted: pl.DataFrame, n_uploads: int, stored: int, pid: int
+) -> None:
     rows, queries = job_rows(posted)
     n_jobs = len(rows)
     load = os.getloadavg()[0]
@@ -305,9 +313,11 @@ async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_
         async def post_row(k: int) -> None:
             (await client.post("/v1/jobs", json=rows[k])).raise_for_status()
 
+        cpu_before = cpu_seconds(pid)
         posting = asyncio.create_task(closed_loop(post_row, n_jobs, JSON_CLIENTS))
         during = await measure_during(url, token, queries, seconds, posting) if stored else None
         json_rate = await posting
+        cpu_per_post = (cpu_seconds(pid) - cpu_before) / n_jobs
         listed = (await client.get("/readyz")).json()
         if listed.get("jobs") != stored + n_jobs:
             raise RuntimeError(f"/readyz reports {listed.get('jobs')} jobs after {stored} stored and {n_jobs} posted")
@@ -326,6 +336,10 @@ async def measure(url: str, token: str, seconds: float, posted: pl.DataFrame, n_
     print(f"load average before the run: {load:.2f} (other processes share the CPUs with both)")
     print(f"stored before the run (bulk inserted): {stored} jobs")
     print(f"POST /v1/jobs, JSON rows ({JSON_CLIENTS} clients):        {n_jobs} jobs, {json_rate:8.1f} jobs/s")
+    print(
+        f"  service CPU per posted job: {cpu_per_post * 1e3:.2f} ms (its process, the GETs run meanwhile included;"
+        " the refit worker apart): what the load does not change"
+    )
     if during is not None:
         latencies, lags, failures = during
         p50, p99, p999 = milliseconds(latencies)
@@ -372,7 +386,8 @@ def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored:
         server = start_server(data_dir, port, data_dir / "serve.log", ready_within=60.0 + stored / 500)
         print(f"service ready in {time.perf_counter() - started:.1f} s (evidence rebuilt, model fitted)")
         try:
-            asyncio.run(measure(f"http://127.0.0.1:{port}", token, seconds, jobs[stored:], n_uploads, stored))
+            url = f"http://127.0.0.1:{port}"
+            asyncio.run(measure(url, token, seconds, jobs[stored:], n_uploads, stored, server.pid))
             print(f"peak resident memory (VmHWM), the service and its refit worker: {peak_memory(server.pid):.0f} MB")
         finally:
             stop_server(server)

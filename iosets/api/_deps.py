@@ -17,14 +17,15 @@ AUTH_ERRORS = (401, 403, 422)
 """The answers of a route that takes a token and arguments: no token, a token without the scope, bad arguments."""
 
 
-def get_service(request: Request) -> Service:
-    """The app's :class:`Service`."""
+async def get_service(request: Request) -> Service:
+    """The app's :class:`Service` (a coroutine: FastAPI runs a plain function dependency in its thread pool,
+    a thread hop per request that the answers paid for)."""
     return request.app.state.service
 
 
 async def limited_writer(request: Request, token_id: Annotated[int, Depends(require("write"))]) -> int:
     """The writing token's id, or 429 when it posts faster than ``write_rate`` per second."""
-    service = get_service(request)
+    service = request.app.state.service
     wait = service.write_bucket.take(token_id)
     if wait:
         rate = service.settings.write_rate

@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from ..recommender import Evidence
+from ..recommender import Evidence, export
 from ._store import Store
 
 REFIT_NICENESS = 10
@@ -37,8 +37,15 @@ class Snapshot:
     job_ids: pl.Series | None = None
 
 
-def fit_snapshot(store_url: str, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
-    """Read the stored jobs, fit a recommender under ``policy`` and, if ``rebuild``, their evidence."""
+def fit_snapshot(
+    store_url: str, policy: dict[str, Any], *, use_model: bool, rebuild: bool, lua_out: str | None = None
+) -> Snapshot:
+    """Read the stored jobs, fit a recommender under ``policy`` and, if ``rebuild``, their evidence.
+
+    ``lua_out``: also rewrite this Lua document for ``job_submit.lua`` (``iosets export --format lua`` of the
+    snapshot with the recommender just fitted), here rather than in the service, whose answers a million
+    rows' export would stall; a failed fit leaves the previous document.
+    """
     store = Store(store_url)
     try:
         stored = store.history()
@@ -55,8 +62,10 @@ def fit_snapshot(store_url: str, policy: dict[str, Any], *, use_model: bool, reb
             known = fit_recommender(policy, history, use_model=use_model)
         except InputError as exc:
             snapshot.error = str(exc)
-        else:  # its answer caches, one dict per known pair: predict_one computes the same answers without them
-            known.pairs_, known.apps_ = {}, {}
+        else:
+            if lua_out is not None:
+                export(known.predict(history), "lua", lua_out, recommender=known)
+            known.pairs_, known.apps_ = {}, {}  # its answer caches, one dict per pair: predict_one does without
             snapshot.known = known
     return snapshot
 

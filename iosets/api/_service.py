@@ -19,7 +19,7 @@ import multiprocessing
 import sys
 import threading
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +31,12 @@ from starlette.concurrency import run_in_threadpool
 from .._io import atomic_path
 from ..errors import InputError, IosetsError
 from ..recommender import Evidence, default_lua_document
-from ..schemas import JOBS
+from ._groupcommit import GroupCommit
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
 from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, lower_priority, usable
+from ._rowcheck import check_job
 from ._settings import Settings
 from ._store import Store
 from .client import DEFAULT_SET
@@ -152,7 +153,7 @@ class Service:
         self._evidence_lock = threading.Lock()  # a post's update of the evidence, or its swap after a rebuild
         self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
         self._generation = 0  # jobs absorbed into the evidence
-        self._post_gate = threading.Lock()  # one post checked and stored at a time
+        self._writer = GroupCommit(self._store_jobs)  # posted rows, stored by one thread in shared transactions
         self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
@@ -182,13 +183,22 @@ class Service:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the background thread and release the store."""
+        """Stop the refit worker (a refit under way is abandoned), then the background thread; release the store.
+
+        The worker is terminated, not awaited: a refit of a large store runs for minutes at a low priority, and
+        left alone it would outlive the service (``ProcessPoolExecutor.shutdown`` does not stop a running task).
+        """
+        self._writer.close()
         self._stop.set()
         self._wake.set()
+        pool = self._pool
+        if pool is not None:
+            workers = list(pool._processes.values())  # no public way before Python 3.14's terminate_workers
+            pool.shutdown(wait=False, cancel_futures=True)
+            for worker in workers:
+                worker.terminate()
         if self._thread is not None:
             self._thread.join(timeout=10.0)
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
         self.store.close()
 
     def readiness(self) -> dict[str, Any] | None:
@@ -242,40 +252,42 @@ class Service:
 
     # ------------------------------------------------------------------------------------- jobs
 
-    def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Check a jobs-table row and store it unless its job_id is stored: ``(stored row, new)``.
+    def submit_job(self, row: dict[str, Any]) -> Future:
+        """Check a jobs-table row and queue it to be stored unless its job_id is stored.
 
-        One post is checked and stored at a time (the store writes one at a time anyway): the others wait
-        without holding Python's interpreter lock, which the answers to recommendations need.
+        The future's result, ``(stored row, new)``, is set once the row is committed and taught to the
+        evidence (:class:`GroupCommit`: posts that wait together share one transaction). InputError
+        (422) for a row that breaks a JOBS rule, before anything is queued.
         """
-        with self._post_gate:
-            return self._add_job(row)
+        return self._writer.submit(check_job(row))
 
-    def _add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        row = {name: row.get(name) for name in JOBS.names}
-        frame = JOBS.validate(pl.DataFrame([row], schema=JOBS.polars), source=f"job {row['job_id']!r}")
+    def add_job(self, row: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """:meth:`submit_job` and wait for its commit: ``(stored row, new)``."""
+        return self.submit_job(row).result()
+
+    def _store_jobs(self, rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], bool]]:
+        """The writer's batch: store the rows in one transaction, then teach the evidence the new ones."""
         with self._insert_lock:
-            stored, created = self.store.insert_job(frame.row(0, named=True))
-            self._unabsorbed += created
+            results = self.store.insert_jobs(rows)
+            created = [stored for stored, new in results if new]
+            self._unabsorbed += len(created)
         if created:
-            self.metrics.jobs_stored.inc()
-            self._absorb(stored)
+            self.metrics.jobs_stored.inc(len(created))
+            self._absorb(created)
             with self._insert_lock:
-                self._unabsorbed -= 1
-        return stored, created
+                self._unabsorbed -= len(created)
+        return results
 
-    def _absorb(self, stored: dict[str, Any]) -> None:
-        """Teach the evidence a stored job (and keep it for a rebuild under way)."""
-        learned = fit_row(stored)
+    def _absorb(self, stored: list[dict[str, Any]]) -> None:
+        """Teach the evidence stored jobs, in order (and keep them for a rebuild under way)."""
+        learned = [row for row in map(fit_row, stored) if row is not None]
         with self._evidence_lock:
             if self._evidence is not None:
-                if learned is not None:
-                    self._evidence.add([learned])
-                else:
-                    self._evidence.count(1)
+                self._evidence.add(learned)
+                self._evidence.count(len(stored) - len(learned))
             if self._recording is not None:
-                self._recording.append(stored)
-            self._generation += 1
+                self._recording.extend(stored)
+            self._generation += len(stored)
 
     def app_summary(self, app: str) -> dict[str, Any] | None:
         """An app's jobs, users, dates, median w_iter and alpha_io, and its top user's answer; None if unknown."""
@@ -440,12 +452,15 @@ class Service:
     def _snapshot(self, policy: dict[str, Any], *, use_model: bool, rebuild: bool) -> Snapshot:
         """:func:`fit_snapshot` in the refit worker process (started on first use, again if it died)."""
         for attempt in (1, 2):
+            if self._stop.is_set():
+                raise IosetsError("the service is stopping: no refit")
             if self._pool is None:
                 context = multiprocessing.get_context("forkserver")
                 self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
             try:
+                lua_out = None if self.settings.lua_out is None else str(self.settings.lua_out)
                 return self._pool.submit(
-                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild
+                    fit_snapshot, self.settings.store_url, policy, use_model=use_model, rebuild=rebuild, lua_out=lua_out
                 ).result()
             except BrokenProcessPool:
                 log.warning("iosets serve: the refit worker died (attempt %d of 2); starting another", attempt)
@@ -480,18 +495,13 @@ class Service:
         return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
 
     def _write_lua(self) -> None:
-        """Rewrite ``lua_out`` atomically with the current answers (the document job_submit.lua reads).
+        """Before any stored job has a w_iter, rewrite ``lua_out`` atomically with the default answer alone.
 
-        Before any stored job has a w_iter, the document holds the default answer alone (no app, no user).
+        Once one has, the refit worker rewrites it from each refit's snapshot (:func:`fit_snapshot`).
         """
-        from ..recommender import export
-
         self._lua_due = False
         state = self._state
-        if self.settings.lua_out is None or state is None:
-            return
-        if state.known is not None:
-            export(state.known.predict(state.history), "lua", self.settings.lua_out, recommender=state.known)
+        if self.settings.lua_out is None or state is None or state.known is not None:
             return
         answer = default_answer(state.policy)
         default = {"set": answer["set"], "priority": answer["priority"], "conservative": True}

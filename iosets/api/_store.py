@@ -270,14 +270,30 @@ class Store:
 
     def insert_job(self, row: dict[str, Any], *, received_at: float | None = None) -> tuple[dict[str, Any], bool]:
         """Store a job unless its ``job_id`` is stored; return the stored row and whether it is new."""
-        values = {name: row.get(name) for name in JOBS.names}
-        values["received_at"] = time.time() if received_at is None else received_at
+        return self.insert_jobs([row], received_at=received_at)[0]
+
+    def insert_jobs(
+        self, rows: list[dict[str, Any]], *, received_at: float | None = None
+    ) -> list[tuple[dict[str, Any], bool]]:
+        """:meth:`insert_job` of each row, in order, in one transaction (one commit): ``(stored row, new)`` each.
+
+        A job id given twice is new at its first row only; both answer the first row as stored.
+        """
+        received = time.time() if received_at is None else received_at
+        values = [{**{name: row.get(name) for name in JOBS.names}, "received_at": received} for row in rows]
         dialect = postgresql if not self.is_sqlite else sqlite
-        statement = dialect.insert(jobs).values(values).on_conflict_do_nothing(index_elements=["job_id"])
+        statement = dialect.insert(jobs).on_conflict_do_nothing(index_elements=["job_id"]).returning(jobs.c.job_id)
+        ids = list(dict.fromkeys(value["job_id"] for value in values))
         with self._writing() as conn:
-            created = conn.execute(statement.returning(jobs.c.job_id)).first() is not None
-            stored = conn.execute(sa.select(jobs).where(jobs.c.job_id == values["job_id"])).mappings().one()
-        return dict(stored), created
+            inserted = set(conn.execute(statement, values).scalars())
+            found = conn.execute(sa.select(jobs).where(jobs.c.job_id.in_(ids))).mappings()
+            stored = {row["job_id"]: dict(row) for row in found}
+        answers = []
+        for value in values:
+            job_id = value["job_id"]
+            answers.append((stored[job_id], job_id in inserted))
+            inserted.discard(job_id)  # a second row of the same id is not new
+        return answers
 
     def newest_job_number(self) -> int | None:
         """The largest leading number of a stored job id (``1234_7``: 1234), None when no id starts with one."""

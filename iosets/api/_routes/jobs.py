@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
@@ -58,7 +59,7 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
     else:
         row = _validated(JobIn, await read_body(request, settings.max_json, "max_json"), where="body")
     request.app.state.job_ids.check(row.job_id)
-    stored, created = await run_in_threadpool(service.add_job, row.model_dump())
+    stored, created = await asyncio.wrap_future(service.submit_job(row.model_dump()))  # answered once committed
     return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
 
 
