@@ -1,12 +1,12 @@
 """Every code block of the documentation runs: docs/**/*.md and README.md.
 
 A page's blocks run in page order, in one temporary folder per page (where ``tests/data`` is the checkout's,
-as for a reader in a checkout), so that a block can make the files a later one reads. ```python blocks run in one namespace per page (as ``__main__``), except those with a
-``title="path"`` (a file of the package, shown whole or in part: it belongs to its package); in ```console and
-```bash blocks, each line that starts with ``$ iosets`` runs as a command (``python -m iosets.cli``, so that
-PYTHONPATH chooses the code) and must exit 0, a line ending in ``\\`` going on on the next one. Other lines
-(a command's output, commands without the ``$ `` prompt) and other languages (text, json, toml, lua, ini,
-sh, c...) are shown, not run.
+as for a reader in a checkout), so that a block can make the files a later one reads. ```python blocks run in
+one namespace per page (as ``__main__``), except those with a ``title="path"`` (a file of the package, shown
+whole or in part: it belongs to its package); in ```console and ```bash blocks, each line that starts with
+``$ iosets`` runs as a command (``python -m iosets.cli``, so that PYTHONPATH chooses the code) and must exit 0,
+a line ending in ``\\`` going on on the next one. Other lines (a command's output, commands without the ``$ ``
+prompt) and other languages (text, json, toml, lua, ini, sh, c...) are shown, not run.
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ in the worker, they never hold the interpreter lock the service's answers need.
 from __future__ import annotations
 
 import os
+import threading
+import time
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,9 @@ from ._store import Store
 
 REFIT_NICENESS = 10
 """How much lower the refit worker's CPU priority is than the service's."""
+
+ORPHAN_CHECK = 1.0
+"""Seconds between the refit worker's checks that the service that started it still runs."""
 _POLICY_FIELDS = ("mapping", "bandwidth", "safety", "limit", "max_request", "min_confidence")
 
 HALFLIFE = 5.0
@@ -70,9 +75,33 @@ def fit_snapshot(
     return snapshot
 
 
-def lower_priority() -> None:
-    """The refit worker's initializer: a refit yields the CPU to the service's posts and answers."""
+def start_worker(service_pid: int) -> None:
+    """The refit worker's initializer: a refit yields the CPU to the service's posts and answers, and the worker
+    exits once the service that started it is gone (a service killed with SIGKILL leaves no one to stop it)."""
     os.nice(REFIT_NICENESS)
+    started = process_start(service_pid)
+    guard = threading.Thread(target=_exit_after, args=(service_pid, started), name="iosets-orphan-guard", daemon=True)
+    guard.start()
+
+
+def process_start(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/PID/stat, in clock ticks since boot); None when it is gone.
+
+    A pid the kernel reused for another process has another start: the pair names one process.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            fields = stat.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return fields[19] if len(fields) > 19 else None
+
+
+def _exit_after(pid: int, started: str | None) -> None:
+    """Exit this process once process ``pid`` (started at ``started``) is gone, checking every ORPHAN_CHECK s."""
+    while process_start(pid) == started and started is not None:
+        time.sleep(ORPHAN_CHECK)
+    os._exit(0)
 
 
 def fit_history(stored: pl.DataFrame) -> pl.DataFrame:

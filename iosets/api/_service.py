@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -35,7 +36,7 @@ from ._groupcommit import GroupCommit
 from ._metrics import Metrics
 from ._models import PolicyParams
 from ._ratelimit import TokenBucket
-from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, lower_priority, usable
+from ._refit import Snapshot, fit_history, fit_recommender, fit_snapshot, start_worker, usable
 from ._rowcheck import check_job
 from ._settings import Settings
 from ._store import Store
@@ -456,7 +457,9 @@ class Service:
                 raise IosetsError("the service is stopping: no refit")
             if self._pool is None:
                 context = multiprocessing.get_context("forkserver")
-                self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=lower_priority)
+                self._pool = ProcessPoolExecutor(
+                    max_workers=1, mp_context=context, initializer=start_worker, initargs=(os.getpid(),)
+                )
             try:
                 lua_out = None if self.settings.lua_out is None else str(self.settings.lua_out)
                 return self._pool.submit(
