@@ -22,6 +22,7 @@ from ..schemas import JOBS, NOT_PERIODIC_CODES, _show
 
 CHECKS: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "nprocs": lambda value, row: value >= 1,
+    "nodes": lambda value, row: value >= 1,
     "end": lambda value, row: row.get("start") is None or value >= row["start"],
     "runtime": lambda value, row: value >= 0,
     "bytes_read": lambda value, row: value >= 0,
