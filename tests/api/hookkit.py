@@ -7,15 +7,30 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from pathlib import Path
 
+import pytest
+
 HOOKS = Path(str(files("iosets.api") / "hooks"))
 CLIENT = Path(str(files("iosets.api") / "client.py"))
 SLURM_HOOKS = HOOKS / "slurm"
+WAIT = 60.0
+"""Seconds a test waits for a condition at most (a loaded machine's refits and daemons take seconds)."""
+
+
+def wait_for(what: str, predicate, logs=(), *, seconds: float = WAIT) -> None:
+    """Poll ``predicate`` until it holds; fail naming ``what`` after ``seconds``, with the tails of ``logs``."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            tails = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
+            pytest.fail(f"{what}: not within {seconds:g} s\n{tails}")
+        time.sleep(0.05)
 
 
 def learned_jobs(app: str, user: str, n: int = 20, *, first: int = 0) -> list[dict]:

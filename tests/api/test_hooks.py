@@ -10,7 +10,6 @@ import runpy
 import shutil
 import subprocess
 import sys
-import time
 import types
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from .hookkit import (
     learned_jobs,
     open_folder,
     scontrol_calls,
+    wait_for,
 )
 
 APP_NAME = Path(iosets.__file__).parent / "analyzer" / "_ingest" / "_app_name.py"
@@ -355,13 +355,6 @@ def lua_hook(runtime_module, check: int = 2):
     return lua, submit
 
 
-def wait_for(predicate, seconds: float = 60.0):
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
-
-
 @pytest.mark.parametrize("runtime_module", [lua51, lua54], ids=["lua5.1", "lua5.4"])
 def test_job_submit_lua_gives_the_services_answer(serve, tmp_path, monkeypatch, runtime_module):
     lua_out = tmp_path / "slurm" / "iosets.lua"
@@ -369,7 +362,7 @@ def test_job_submit_lua_gives_the_services_answer(serve, tmp_path, monkeypatch, 
     server = serve(lua_out=lua_out)
     for row in learned_jobs("A", "1001"):
         server.post_job(row)
-    wait_for(lambda: lua_out.exists() and '["A"]' in lua_out.read_text())
+    wait_for("the --lua-out file with app A", lambda: lua_out.exists() and '["A"]' in lua_out.read_text())
     monkeypatch.setenv("IOSETS_LUA", str(lua_out))
     _, submit = lua_hook(runtime_module)
 
@@ -388,7 +381,7 @@ def test_job_submit_lua_gives_the_services_answer(serve, tmp_path, monkeypatch, 
 def test_job_submit_lua_tags_from_an_empty_store(serve, tmp_path, monkeypatch, runtime_module):
     lua_out = tmp_path / "slurm" / "iosets.lua"
     server = serve(lua_out=lua_out)
-    wait_for(lua_out.exists)  # written at start, before any job is stored
+    wait_for("the --lua-out file", lua_out.exists)  # written at start, before any job is stored
     monkeypatch.setenv("IOSETS_LUA", str(lua_out))
     lua, submit = lua_hook(runtime_module)
     served = server.get("/v1/recommendation", app="lmp", user="1001").json()

@@ -4,14 +4,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 from iosets.api._refit import process_start
 
-WAIT = 60.0
-"""Seconds the test waits for a condition at most."""
+from .hookkit import WAIT, wait_for
 
 SERVICE = """
 import multiprocessing, os, sys
@@ -25,13 +23,6 @@ sys.stdin.read()  # until killed
 """
 
 
-def wait_until(condition, what):
-    deadline = time.monotonic() + WAIT
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} not within {WAIT} s"
-        time.sleep(0.05)
-
-
 @pytest.mark.timing
 def test_a_refit_worker_exits_once_its_service_is_killed():
     service = subprocess.Popen(
@@ -42,7 +33,7 @@ def test_a_refit_worker_exits_once_its_service_is_killed():
         assert process_start(worker) is not None and os.getpriority(os.PRIO_PROCESS, worker) >= 10  # niced, running
         service.send_signal(signal.SIGKILL)
         service.wait(WAIT)
-        wait_until(lambda: process_start(worker) is None, f"the refit worker {worker} gone")
+        wait_for(f"the refit worker {worker} gone", lambda: process_start(worker) is None)
     finally:
         service.kill()
         service.wait(WAIT)

@@ -23,7 +23,7 @@ import pytest
 
 from iosets.api.client import tag
 
-from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, learned_jobs
+from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, learned_jobs, wait_for
 
 APP_NAME = HOOKS.parents[1] / "analyzer" / "_ingest" / "_app_name.py"
 
@@ -31,8 +31,6 @@ pytestmark = pytest.mark.slow
 
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "scontrol", "sinfo")
 SEARCH_PATH = os.environ.get("PATH", "") + ":/usr/sbin:/sbin:/usr/bin:/bin"
-WAIT = 60.0
-
 SLURM_CONF = """ClusterName=iosets
 SlurmctldHost=localhost
 SlurmUser=root
@@ -84,15 +82,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-def wait_for(what: str, predicate, logs=()) -> None:
-    deadline = time.monotonic() + WAIT
-    while not predicate():
-        if time.monotonic() > deadline:
-            tails = "\n".join(f"--- {p}\n{p.read_text()[-3000:]}" for p in logs if p.exists())
-            pytest.fail(f"{what}: not within {WAIT:g} s\n{tails}")
-        time.sleep(0.1)
 
 
 class Slurm:
