@@ -2,12 +2,15 @@
 
 - contention-light (tests/data/darshan-runtime/contention-light/README.md): three periodic writers alone, then
   together, twice, on a disk whose contention is below its own noise: the device is calibrated on one
-  repetition and must not invent contention on the other.
+  repetition and must not invent contention on the other. The disk's speed drifted over the runs' two minutes
+  (its README measures it): each job alone is reproduced by a device calibrated on its own run, not the three
+  jobs of a repetition by one device.
 - jobs4r3 (tests/data/darshan-runtime/validate/README.md): `iosets validate --darshan` runs of the IO-SETS
   paper's Fig. 4 scenario, 4 jobs sharing a 200 MB/s block-I/O throttle, three repetitions: the device is
   calibrated on the run of one job alone and the contention of each repetition is predicted from its trace.
 """
 
+import functools
 import json
 from pathlib import Path
 
@@ -57,6 +60,70 @@ def test_no_contention_is_invented_where_the_runs_had_none(calibrated, rep):
         )
         assert measured["stretch"] < 1.05
         assert row["stretch"] <= 1.3
+
+
+@functools.cache
+def alone_run(rep: int, job: str) -> pl.DataFrame:
+    """The requests of one job's alone run."""
+    return site("alone", rep).filter(pl.col("job_id") == str(FIRST_ID[("alone", rep)] + JOBS.index(job)))
+
+
+def median_phase_ratio(requests: pl.DataFrame, device) -> float:
+    """The median over a job's phases of its replayed (alone: the requests are one job's) over recorded duration."""
+    phases = replay_trace(requests, device=device).phases
+    return ((phases["end"] - phases["start"]) / (phases["recorded_end"] - phases["recorded_start"])).median()
+
+
+@pytest.fixture(scope="module")
+def alone_calibrated():
+    """Per repetition: the device fitted on its three alone runs."""
+    return {rep: calibrate(site("alone", rep)) for rep in (0, 1)}
+
+
+@pytest.mark.parametrize("job", JOBS)
+@pytest.mark.parametrize("rep", [0, 1])
+def test_each_job_alone_is_replayed_within_5_percent_on_a_device_calibrated_on_its_own_run(rep, job):
+    """What holds of issue #21's criterion here: a job alone, on the device calibrated on that run (the held-out
+    error, the same job's other repetition on that device, is printed: the disk was 2 to 5 times faster in r1)."""
+    own = calibrate(alone_run(rep, job)).device
+    median = median_phase_ratio(alone_run(rep, job), own)
+    held_out = median_phase_ratio(alone_run(1 - rep, job), own)
+    print(f"\nr{rep} {job}: median phase ratio {median:.3f} on {own.describe()}; its r{1 - rep} run {held_out:.3f}")
+    assert abs(median - 1) <= 0.05
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue #21's criterion, not met on contention-light: on the device calibrated on a repetition's alone "
+    "runs, the jobs' median phase ratios are r0 1.044, 0.985, 0.928 and r1 1.015, 0.498, 1.088 (cj1, cj2, cj3). "
+    "The disk's 1 MiB requests went through in 0.27 ms or stalled for 4 ms, on 26 % of r0's requests after the "
+    "first phases and on 3.3, 6.4 and 0.5 % of r1's (cj1, cj2, cj3: no job's pattern orders these), a drift in "
+    "time: the best device of the model gets r0 within 2 % (with the phase error of calibrate's, whose phases "
+    "range 0.6-2.3x around either) and r1 within 20 % (tests/data/darshan-runtime/contention-light/README.md)",
+)
+@pytest.mark.parametrize("rep", [0, 1])
+def test_every_job_alone_is_replayed_within_5_percent_on_its_repetitions_device(alone_calibrated, rep):
+    device = alone_calibrated[rep].device
+    medians = {job: median_phase_ratio(alone_run(rep, job), device) for job in JOBS}
+    held_out = {job: median_phase_ratio(alone_run(rep, job), alone_calibrated[1 - rep].device) for job in JOBS}
+    print(f"\nr{rep} on {device.describe()}: median phase ratio {medians}; on r{1 - rep}'s device {held_out}")
+    assert all(abs(median - 1) <= 0.05 for median in medians.values())
+
+
+@pytest.mark.parametrize("rep", [0, 1])
+def test_the_same_jobs_phases_differ_more_than_the_jobs_do(rep):
+    """The README's measurement: the disk's speed varied in time, not with the jobs' pattern. Phase rates (bytes
+    over the phase's span) of one job spread more (pooled standard deviation of their logarithm) than the three
+    jobs' median rates do, though the jobs differ 2.7 times in phase size and 3 times in compute gap."""
+    within, medians = [], []
+    for job in JOBS:
+        span = pl.col("end").max() - pl.col("start").min()
+        rate = np.log(alone_run(rep, job).group_by("phase").agg(pl.col("size").sum() / span)["size"].to_numpy())
+        within.append(rate - rate.mean())
+        medians.append(np.median(rate))
+    spread_within = float(np.sqrt(np.mean(np.concatenate(within) ** 2)))
+    print(f"\nr{rep}: phase rates' spread within a job {spread_within:.2f}, between the jobs {np.std(medians):.2f}")
+    assert spread_within > np.std(medians)
 
 
 @pytest.fixture(scope="module")
