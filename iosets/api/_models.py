@@ -182,6 +182,14 @@ LoggedJob = create_model(  # type: ignore[call-overload]
     __doc__="The jobs-table row of an uploaded Darshan log: its text checked as a posted row's.",
     **{c.name: _job_field(c, False) for c in JOBS.columns},
 )
+UPLOAD_COLUMNS = ("job_id", "nodes")
+"""The jobs-table columns a Darshan log's upload may give beside the log (text fields): what the log cannot know."""
+UploadFields = create_model(  # type: ignore[call-overload]
+    "UploadFields",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="The text fields of a Darshan log's upload, typed as a posted row's columns; any other field refused.",
+    **{name: _job_field(JOBS[name], False) for name in UPLOAD_COLUMNS},
+)
 Job = create_model(  # type: ignore[call-overload]
     "Job",
     __doc__="A stored job: its jobs-table row and when the service received it (s since the epoch).",

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 
 from ..errors import InputError
-from ..schemas import JOBS, NOT_PERIODIC_CODES, _show
+from ..schemas import JOBS, NOT_PERIODIC_CODES, Column, _show
 
 CHECKS: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
     "nprocs": lambda value, row: value >= 1,
@@ -41,6 +41,17 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], bool]] = {
 """Column -> its JOBS ``check`` on a non-null value (``row``: the whole row, for ``end >= start``)."""
 
 
+def broken_rule(column: Column, value: Any, row: dict[str, Any]) -> str | None:
+    """What ``column``'s JOBS rule expects when ``value`` (in ``row``) breaks it; None when it holds."""
+    if value is None:
+        return None if column.nullable else "a value (not null)"
+    if column.dtype == pl.Float64 and not math.isfinite(value):
+        return "a finite number"
+    if column.check is not None and not CHECKS[column.name](value, row):
+        return column.expect
+    return None
+
+
 def check_job(row: dict[str, Any]) -> dict[str, Any]:
     """``row`` (typed by a wire model) with every JOBS column, missing ones null; InputError at the first broken rule.
 
@@ -48,16 +59,22 @@ def check_job(row: dict[str, Any]) -> dict[str, Any]:
     """
     row = {name: row.get(name) for name in JOBS.names}
     for column in JOBS.columns:
-        value = row[column.name]
-        if value is None:
-            if column.nullable:
-                continue
-            expect = "a value (not null)"
-        elif column.dtype == pl.Float64 and not math.isfinite(value):
-            expect = "a finite number"
-        elif column.check is not None and not CHECKS[column.name](value, row):
-            expect = column.expect
-        else:
-            continue
-        raise InputError(f"job {row['job_id']!r} row 0: {column.name}: expected {expect}, got {_show(value)}")
+        expect = broken_rule(column, row[column.name], row)
+        if expect is not None:
+            raise InputError(
+                f"job {row['job_id']!r} row 0: {column.name}: expected {expect}, got {_show(row[column.name])}"
+            )
     return row
+
+
+def check_values(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (some JOBS columns, typed by a wire model, no row around them) if each keeps its column's rule.
+
+    InputError ``column: expected ..., got ...`` at the first broken one, in ``values``' order: the
+    check of a value sent beside a row the service has yet to build (an upload's ``nodes``).
+    """
+    for name, value in values.items():
+        expect = broken_rule(JOBS[name], value, values)
+        if expect is not None:
+            raise InputError(f"{name}: expected {expect}, got {_show(value)}")
+    return values

@@ -36,11 +36,11 @@ class TooLarge(IosetsError):
 
 @dataclass(frozen=True)
 class Upload:
-    """An uploaded log: where it was saved, its file name as sent, and the job_id given with it (if any)."""
+    """An uploaded log: where it was saved, its file name as sent, and the text fields sent with it (name -> text)."""
 
     path: Path
     name: str
-    job_id: str | None
+    fields: dict[str, str]
 
 
 _ORPHAN = re.compile(r"upload-(\d+)-.*\.darshan")
@@ -147,9 +147,11 @@ def _save(upload: UploadFile, folder: Path) -> Path:
 
 
 async def read_upload(request: Request, limit: int, folder: Path) -> Upload:
-    """The Darshan log of a multipart body (field ``log``, optional field ``job_id``), saved in ``folder``.
+    """The Darshan log of a multipart body (file field ``log``) saved in ``folder``, and its text fields.
 
-    The caller removes ``Upload.path``. InputError names the field that is missing or malformed.
+    The caller checks the text fields' names and values, and removes ``Upload.path``. An empty text
+    field is no value (as a form leaves it). InputError names the field that is missing, given twice,
+    or a file where text is expected.
     """
     parser = MultiPartParser(request.headers, _limited(request, limit), max_files=1, max_fields=8)
     try:
@@ -157,12 +159,28 @@ async def read_upload(request: Request, limit: int, folder: Path) -> Upload:
     except MultiPartException as exc:
         raise InputError(f"multipart body: {exc.message}") from None
     try:
-        log, job_id = form.get(UPLOAD_FIELD), form.get("job_id")
+        log = form.get(UPLOAD_FIELD)
         if not isinstance(log, UploadFile):
             raise InputError(f"{UPLOAD_FIELD}: expected a file field '{UPLOAD_FIELD}' holding a Darshan log")
-        if job_id is not None and not isinstance(job_id, str):
-            raise InputError("job_id: expected a text field, got a file")
+        fields = _text_fields(form.multi_items())
         name = Path(log.filename or "upload.darshan").name or "upload.darshan"
-        return Upload(await run_in_threadpool(_save, log, folder), name, job_id or None)
+        return Upload(await run_in_threadpool(_save, log, folder), name, fields)
     finally:
         await form.close()
+
+
+def _text_fields(items: list[tuple[str, str | UploadFile]]) -> dict[str, str]:
+    """The text fields of a form holding one file field ``log``: name -> text, the empty ones left out."""
+    seen: set[str] = set()
+    fields = {}
+    for key, value in items:
+        if key in seen:
+            raise InputError(f"{key}: given twice")
+        seen.add(key)
+        if key == UPLOAD_FIELD:
+            continue
+        if not isinstance(value, str):
+            raise InputError(f"{key}: expected a text field, got a file")
+        if value:
+            fields[key] = value
+    return fields

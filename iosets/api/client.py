@@ -136,20 +136,23 @@ def post_log(
     path: str | Path,
     *,
     job_id: str | None = None,
+    nodes: int | None = None,
     connection: Connection | None = None,
     data: bytes | bytearray | None = None,
 ) -> dict:
-    """``POST /v1/jobs`` with a Darshan log (multipart field ``log``, optional ``job_id``); the stored row.
+    """``POST /v1/jobs`` with a Darshan log (multipart: ``log``, optional ``job_id``, ``nodes``); the stored row.
 
-    ``data`` is the log's bytes when the caller has read them already (the Slurm epilog reads
-    them as the job's user); else the file at ``path`` is read.
+    ``job_id`` replaces the log's job id; ``nodes`` is the node count the scheduler gave the job (a
+    log does not record it). ``data`` is the log's bytes when the caller has read them already (the
+    Slurm epilog reads them as the job's user); else the file at ``path`` is read.
     """
     conn = connection or Connection.from_environment()
     boundary = uuid.uuid4().hex
     name = "".join("_" if c in '"\r\n' else c for c in Path(path).name)  # a name cannot break out of its header
     parts = []
-    if job_id is not None:
-        parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="job_id"\r\n\r\n{job_id}\r\n'.encode())
+    for field, value in (("job_id", job_id), ("nodes", nodes)):
+        if value is not None:
+            parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"\r\n\r\n{value}\r\n'.encode())
     parts.append(
         f'--{boundary}\r\nContent-Disposition: form-data; name="log"; filename="{name}"\r\n'
         "Content-Type: application/octet-stream\r\n\r\n".encode()
@@ -248,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(answer))
         return 0
     try:
-        row = post_log(args.log, job_id=args.job_id) if args.log else post_job(_row(args.json, args.job_id))
+        if args.log:
+            row = post_log(args.log, job_id=args.job_id, nodes=args.nodes)
+        else:
+            row = post_job(_row(args.json, job_id=args.job_id, nodes=args.nodes))
     except Unreachable as error:
         print(f"iosets client: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
@@ -259,11 +265,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _row(text: str, job_id: str | None) -> dict:
+def _row(text: str, **given: object) -> dict:
+    """The row of ``--json``, with the options ``given`` (those not None) over its own values."""
     row = json.loads(text)
     if not isinstance(row, dict):
         raise ValueError(f"--json: expected a JSON object, got {text[:80]!r}")
-    return row if job_id is None else {**row, "job_id": job_id}
+    return row | {key: value for key, value in given.items() if value is not None}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -280,6 +287,7 @@ def _parser() -> argparse.ArgumentParser:
     body.add_argument("--json", help="the row as a JSON object")
     body.add_argument("--log", help="a Darshan log file")
     post.add_argument("--job-id", help="the job id (overrides the row's or the log's)")
+    post.add_argument("--nodes", type=int, help="nodes the job ran on (overrides the row's; a log has none)")
     return parser
 
 

@@ -87,7 +87,7 @@ SHOW_JOB = """JobId={job_id} JobName={name}
    SubmitTime=2026-11-23T16:29:41 EligibleTime=2026-11-23T16:29:41
    StartTime={start} EndTime={end} Deadline=N/A
    Partition=debug AllocNode:Sid=localhost:28232
-   NumNodes=2 NumCPUs=8 NumTasks={tasks} CPUs/Task=1 ReqB:S:C:T=0:0:*:*
+   NumNodes={nodes} NumCPUs=8 NumTasks={tasks} CPUs/Task=1 ReqB:S:C:T=0:0:*:*
    Command={command}
    WorkDir=/home/my jobs
    AdminComment={admin_comment} 
@@ -95,9 +95,11 @@ SHOW_JOB = """JobId={job_id} JobName={name}
 """
 
 FAKE_SCONTROL = """#!{python}
-import json, os, sys
+import json, os, signal, sys
 with open(os.environ["FAKE_SCONTROL_LOG"], "a") as log:
     log.write(json.dumps(sys.argv[1:]) + "\\n")
+if " ".join(sys.argv[1:3]) == os.environ.get("FAKE_SCONTROL_HANG"):
+    signal.pause()  # a slurmctld that does not answer: until the caller kills it
 if sys.argv[1:3] == ["show", "job"]:
     sys.stdout.write(open(os.environ["FAKE_SCONTROL_SHOW"]).read())
 if sys.argv[1:3] == ["write", "batch_script"]:
@@ -109,12 +111,13 @@ if sys.argv[1:3] == ["write", "batch_script"]:
 
 def fake_scontrol(folder: Path, script: str | None = None, **job) -> dict[str, str]:
     """A fake ``scontrol`` in ``folder``: logs its argv (JSON lines), shows ``job`` and its batch ``script``
-    (None: a job without one). Returns the env for hooks."""
+    (None: a job without one). Returns the env for hooks; with ``FAKE_SCONTROL_HANG="show job"`` added to it,
+    ``scontrol show job`` never answers."""
     folder.mkdir(parents=True, exist_ok=True)
     command = folder / "scontrol"
     command.write_text(FAKE_SCONTROL.format(python=sys.executable))
     command.chmod(0o755)
-    fields = {"tasks": "16", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
+    fields = {"tasks": "16", "nodes": "2", "time_limit": "1-02:00:00", "start": "2026-11-23T16:29:42", "end": "Unknown"}
     fields |= {"batch": "1", "command": "/home/my jobs/run.sh"}
     fields |= {"job_id": "77", "name": "A", "user_name": "alice", "uid": "1001", "admin_comment": "", **job}
     (folder / "show.txt").write_text(SHOW_JOB.format(**fields))

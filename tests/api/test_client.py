@@ -183,6 +183,18 @@ def test_post_log_sends_a_multipart_upload(stub, tmp_path):
     )
 
 
+def test_post_log_sends_the_node_count_as_a_text_field(stub, tmp_path):
+    log = tmp_path / "x.darshan"
+    log.write_bytes(b"log")
+    post_log(log, job_id="77", nodes=3, connection=Connection(url=stub.url, post_timeout=30.0))
+    (request,) = stub.requests
+    boundary = request["headers"]["Content-Type"].removeprefix("multipart/form-data; boundary=")
+    parts = request["body"].split(f"--{boundary}".encode())
+    assert len(parts) == 5 and parts[1] == b'\r\nContent-Disposition: form-data; name="job_id"\r\n\r\n77\r\n'
+    assert parts[2] == b'\r\nContent-Disposition: form-data; name="nodes"\r\n\r\n3\r\n'
+    assert parts[3].startswith(b'\r\nContent-Disposition: form-data; name="log"; filename="x.darshan"\r\n')
+
+
 # ---- against a live service ------------------------------------------------------------------------------------------
 
 
@@ -219,3 +231,22 @@ def test_a_darshan_log_posted_by_the_client(serve, tmp_path):
     rc, out, err = run_client("post-job", "--log", str(truncated), "--job-id", "slurm-4243", env=env)
     assert (rc, out) == (4, "") and err.startswith("iosets client: not stored: HTTP 422: ") and "cut.darshan" in err
     assert httpx.get(f"{server.url}/v1/jobs/slurm-4243", headers=server.headers).status_code == 404
+
+
+def test_a_darshan_log_and_a_row_posted_with_their_node_count(serve):
+    server = serve()
+    conn = Connection(url=server.url, token=server.token, post_timeout=120.0)
+    stored = post_log(DARSHAN_LOG, job_id="slurm-4250", nodes=3, connection=conn)
+    assert stored == server.get("/v1/jobs/slurm-4250").json() and (stored["nodes"], stored["path"]) == (
+        3,
+        DARSHAN_LOG.name,
+    )
+    env = {"IOSETS_URL": server.url, "IOSETS_TOKEN": server.token, "IOSETS_POST_TIMEOUT": "120"}
+    rc, out, err = run_client("post-job", "--log", str(DARSHAN_LOG), "--job-id", "slurm-4251", "--nodes", "2", env=env)
+    assert (rc, err) == (0, "") and json.loads(out)["nodes"] == server.get("/v1/jobs/slurm-4251").json()["nodes"] == 2
+    rc, out, err = run_client("post-job", "--log", str(DARSHAN_LOG), "--job-id", "slurm-4252", "--nodes", "0", env=env)
+    assert (rc, out, err) == (4, "", "iosets client: not stored: HTTP 422: nodes: expected an integer >= 1, got 0\n")
+    row = json.dumps({"job_id": "slurm-4253", "user": "1001", "app": "A", "nodes": 8})
+    rc, out, err = run_client("post-job", "--json", row, "--nodes", "5", env=env)  # the option over the row's
+    assert (rc, err) == (0, "") and server.get("/v1/jobs/slurm-4253").json()["nodes"] == 5
+    assert server.get("/v1/jobs/slurm-4252").status_code == 404

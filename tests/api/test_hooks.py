@@ -255,14 +255,29 @@ def test_epilog_posts_the_darshan_log_of_the_pattern(learned, tmp_path, user_log
     name = "alice_ior_id88-4711_11-23-1234.darshan"
     give(Path(shutil.copy(DARSHAN_LOG, logs / name)), LOG_UID)
     give(Path(shutil.copy(DARSHAN_LOG, logs / "alice_ior_id880-1_11-23-1.darshan")), LOG_UID)  # job 880, not 88
-    fake = fake_scontrol(tmp_path / "bin")
+    fake = fake_scontrol(tmp_path / "bin", nodes="3")
     env = log_env(fake, learned)
     env["IOSETS_DARSHAN_PATTERN"] = str(user_logs / "logs" / "%u" / "*_id%j-*.darshan")
     done = run_hook("epilog_slurmctld", env)
     assert (done.returncode, done.stderr) == (0, "")
     row = learned.get("/v1/jobs/88").json()
-    assert (row["job_id"], row["path"]) == ("88", name) and row["source"] is not None
-    assert scontrol_calls(fake) == []  # the log says it all
+    assert (row["job_id"], row["path"], row["nodes"]) == ("88", name, 3) and row["source"] is not None
+    assert scontrol_calls(fake) == [["show", "job", "88"]]  # the log says the rest, not the node count
+
+
+def test_epilog_posts_the_log_without_nodes_when_the_record_is_not_read_in_time(learned, tmp_path, user_logs):
+    log = give(Path(shutil.copy(DARSHAN_LOG, user_logs / "logs" / "88.darshan")), LOG_UID)
+    fake = fake_scontrol(tmp_path / "bin", nodes="3")
+    env = log_env(fake, learned, FAKE_SCONTROL_HANG="show job")
+    env["IOSETS_DARSHAN_PATTERN"] = str(user_logs / "logs" / "%j.darshan")
+    done = run_hook("epilog_slurmctld", env)
+    # the record got RECORD_TIME (1 s) of the epilog's 10, never scontrol's own 5 s; the log went without it
+    hung = r"iosets: scontrol show job 88: Command '\['scontrol', 'show', 'job', '88'\]' timed out after "
+    hung += r"(0\.\d+|1\.0) seconds\n"
+    assert done.returncode == 0 and re.fullmatch(hung, done.stderr)
+    row = learned.get("/v1/jobs/88").json()
+    assert (row["job_id"], row["path"], row["nodes"]) == ("88", log.name, None) and row["source"] is not None
+    assert scontrol_calls(fake) == [["show", "job", "88"]]
 
 
 def test_epilog_falls_back_to_the_row_when_the_log_is_refused(learned, tmp_path, user_logs):

@@ -5,7 +5,7 @@ import math
 import polars as pl
 import pytest
 
-from iosets.api._rowcheck import CHECKS, check_job
+from iosets.api._rowcheck import CHECKS, check_job, check_values
 from iosets.datasets import make_job_history
 from iosets.errors import InputError
 from iosets.schemas import JOBS, NOT_PERIODIC_CODES
@@ -68,3 +68,15 @@ def test_the_first_broken_column_is_named_and_good_rows_come_back_whole():
     for job in history.select([name for name in JOBS.names if name in history.columns]).to_dicts():
         assert checked(job) == validated(job)
         assert checked(job)[0] is not None
+
+
+@pytest.mark.parametrize("name", sorted(set(CHECKS) - {"end"}))  # end's rule needs the row's start
+def test_a_value_alone_keeps_its_columns_rule_as_in_a_row(name):
+    for value in values_of(name):
+        in_row = checked({"job_id": "j1", name: value})[1]
+        try:
+            check_values({name: value})
+            alone = None
+        except InputError as exc:
+            alone = str(exc)
+        assert alone == (None if in_row is None else in_row.removeprefix("job 'j1' row 0: ")), value

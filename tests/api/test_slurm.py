@@ -5,7 +5,8 @@ munged on its own socket, ``AuthInfo=socket=...``), ``sbatch --wrap`` jobs pass 
 and the test checks the AdminComment they stamp and the rows the epilog posts to a live
 ``iosets serve``: from an empty store and from a learned one, and while the service hangs
 (SIGSTOP) or is stopped (the rows then wait in the epilog's spool and reach the store once the
-service is back, each job once). A job's app is the program its script runs (a script named like
+service is back, each job once). A job whose Darshan log the epilog finds is posted with the log
+and the node count of its record. A job's app is the program its script runs (a script named like
 the app in ``bin/``), never its name. Skipped with the reason when Slurm or munge is missing (or not root); failed
 instead when ``IOSETS_REQUIRE_SLURM=1``.
 """
@@ -26,6 +27,7 @@ from iosets.api.client import tag
 from .hookkit import CLIENT, HOOKS, SLURM_HOOKS, learned_jobs, wait_for
 
 APP_NAME = HOOKS.parents[1] / "analyzer" / "_ingest" / "_app_name.py"
+DARSHAN_LOG = Path(__file__).parents[1] / "data" / "darshan" / "jlbez_IO_test5.darshan"
 
 pytestmark = pytest.mark.slow
 
@@ -242,8 +244,11 @@ def test_slurm_jobs_carry_the_services_answer_and_are_posted(start_slurm):
     assert len(server.get("/v1/jobs", app="A").json()["jobs"]) == 21  # the 20 learned ones and the Slurm job
 
 
-def test_slurm_tags_from_an_empty_store_and_stores_jobs_without_darshan_logs(start_slurm):
+def test_slurm_tags_from_an_empty_store_and_stores_jobs_with_or_without_darshan_logs(start_slurm):
     slurm, server = start_slurm(learned=False)
+    logs = slurm.d / "darshan"  # root's, as are the jobs (sbatch as root): the epilog reads them as their user
+    logs.mkdir()
+    slurm.configure(IOSETS_DARSHAN_PATTERN=str(logs / "%j.darshan"))
     job = slurm.sbatch("--hold", "-J", "wrap_job", "-t", "10", "--wrap", slurm.program("A"))
     assert slurm.job(job)["AdminComment"] == "iosets set=99 priority=1e-99 source=lua:default conservative"
     assert "cannot load" not in (slurm.d / "slurmctld.log").read_text()
@@ -260,6 +265,13 @@ def test_slurm_tags_from_an_empty_store_and_stores_jobs_without_darshan_logs(sta
         None,
     )
     assert row["runtime"] is not None and row["runtime"] >= 0
+    logged = slurm.sbatch("--hold", "-t", "10", "--wrap", slurm.program("A"))
+    shutil.copy(DARSHAN_LOG, logs / f"{logged}.darshan")  # the log its job wrote
+    slurm.run("scontrol", "release", logged)
+    wait_for(f"job {logged} completed", lambda: slurm.job(logged)["JobState"] == "COMPLETED")
+    wait_for(f"job {logged} posted", lambda: server.get(f"/v1/jobs/{logged}").status_code == 200)
+    row = server.get(f"/v1/jobs/{logged}").json()  # the log's row, and the node count only Slurm knows
+    assert (row["path"], row["nodes"], row["n_logs"]) == (f"{logged}.darshan", 1, 1) and row["source"] is not None
 
 
 def test_slurm_keeps_the_tag_ends_jobs_and_spools_rows_while_the_service_hangs_or_is_stopped(start_slurm):

@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .._deps import AUTH_ERRORS, NO_NUL, Reader, ServiceDep, WriterToken, errors
-from .._models import AppSummary, Job, JobIn, JobPage, LoggedJob
+from .._models import AppSummary, Job, JobIn, JobPage, LoggedJob, UploadFields
+from .._rowcheck import check_values
 from .._uploads import UPLOAD_FIELD, read_body, read_upload
 
 router = APIRouter(prefix="/v1", tags=["jobs"], responses=errors(*AUTH_ERRORS))
@@ -27,9 +28,15 @@ _JOB_BODY = {
                 "schema": {
                     "type": "object",
                     "required": [UPLOAD_FIELD],
+                    "additionalProperties": False,
                     "properties": {
                         UPLOAD_FIELD: {"type": "string", "format": "binary", "description": "A Darshan log."},
                         "job_id": {"type": "string", "description": "Replaces the log's job id."},
+                        "nodes": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "description": "Nodes the job ran on, as its scheduler counts them (a log has none).",
+                        },
                     },
                 }
             },
@@ -46,16 +53,18 @@ _JOB_BODY = {
     openapi_extra=_JOB_BODY,
 )
 async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -> Any:
-    """Store a finished job: a jobs-table row (JSON) or a Darshan log (multipart field ``log``); idempotent."""
+    """Store a finished job: a jobs-table row (JSON) or a Darshan log (multipart: file field ``log``, optional
+    text fields ``job_id`` and ``nodes``, values a log cannot know, checked as a row's); idempotent."""
     settings, readers = service.settings, request.app.state.log_readers
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         upload = await read_upload(request, settings.max_upload, request.app.state.upload_dir)
-        try:
+        try:  # the fields first: a bad one costs no analysis
+            given = _validated(UploadFields, upload.fields).model_dump(exclude_unset=True)
+            check_values(given)
             logged = await run_in_threadpool(readers.analyze, upload.path, upload.name)
         finally:
             upload.path.unlink(missing_ok=True)
-        logged |= {"path": upload.name} | ({"job_id": upload.job_id} if upload.job_id else {})
-        row = _validated(LoggedJob, logged, where=UPLOAD_FIELD)
+        row = _validated(LoggedJob, logged | {"path": upload.name} | given, where=UPLOAD_FIELD)
     else:
         row = _validated(JobIn, await read_body(request, settings.max_json, "max_json"), where="body")
     request.app.state.job_ids.check(row.job_id)
@@ -63,12 +72,14 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
     return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
 
 
-def _validated(model: Any, given: bytes | dict[str, Any], *, where: str) -> Any:
-    """``given`` (JSON bytes or a row) as ``model``; a RequestValidationError (422) naming ``where.field``."""
+def _validated(model: Any, given: bytes | dict[str, Any], *, where: str | None = None) -> Any:
+    """``given`` (JSON bytes or a row) as ``model``; a RequestValidationError (422) naming ``where.field``
+    (``field`` without ``where``)."""
     try:
         return model.model_validate_json(given) if isinstance(given, bytes) else model.model_validate(given)
     except ValidationError as exc:
-        raise RequestValidationError([{**e, "loc": (where, *e["loc"])} for e in exc.errors()]) from None
+        inside = () if where is None else (where,)
+        raise RequestValidationError([{**e, "loc": (*inside, *e["loc"])} for e in exc.errors()]) from None
 
 
 @router.get("/jobs/{job_id}", dependencies=[Reader], responses=errors(404))

@@ -71,7 +71,10 @@ SPOOL_MAX_MB = 16.0
 SPOOL_TIME = 0.5
 """Seconds of the epilog's deadline kept for writing its row to the spool."""
 ROW_TIME = 2.0
-"""Seconds of the epilog's deadline a log's post leaves for building the job's row (two ``scontrol`` calls)."""
+"""Seconds of the epilog's deadline a log's post leaves for building the job's row (its ``scontrol`` calls)."""
+RECORD_TIME = 1.0
+"""Seconds at most the epilog gives ``scontrol show job`` before posting a log (for the job's node count,
+which slurmctld does not give its scripts); a log whose record is not read by then is posted without it."""
 DRAIN_TIME = 2.0
 """Seconds the epilog spends at most posting spooled rows once its job is posted (``IOSETS_SPOOL_DRAIN_TIME``)."""
 DRAIN_TIMEOUT = 60.0
@@ -331,10 +334,12 @@ def positive(env: Mapping[str, str], key: str, default: float) -> float:
 def epilog(environ: Mapping[str, str]) -> int:
     """Post the finished job: its Darshan log when IOSETS_DARSHAN_PATTERN finds one it may read, else its row.
 
-    The row is what Slurm knows (app key, uid, tasks, nodes, start, end, run time): every
-    finished job is posted, with or without a log. A row the service could not take now (no
-    answer, or an error that is not the row's) is written to the spool instead; once the job is
-    posted, rows waiting in the spool are posted too, for at most ``IOSETS_SPOOL_DRAIN_TIME`` s.
+    A log is posted with the job's node count from ``scontrol show job`` (read for at most
+    :data:`RECORD_TIME` s; without it when that fails). The row is what Slurm knows (app key,
+    uid, tasks, nodes, start, end, run time): every finished job is posted, with or without a
+    log. A row the service could not take now (no answer, or an error that is not the row's) is
+    written to the spool instead; once the job is posted, rows waiting in the spool are posted
+    too, for at most ``IOSETS_SPOOL_DRAIN_TIME`` s.
     Returns 0 when posted, else the code that says why not.
     """
     env = hook_environment(environ)
@@ -343,12 +348,16 @@ def epilog(environ: Mapping[str, str]) -> int:
     connection = client.Connection.from_environment(env)
     job_id = env["SLURM_JOB_ID"]
     found = read_log(env, deadline)
+    record: dict[str, str] = {}
     failed = None  # why the service did not take the job now: its row goes to the spool
     try:
         if found is not None:
+            record = show_job(job_id, env, Deadline(deadline.left(RECORD_TIME, keep=ROW_TIME + SPOOL_TIME)))
+            nodes = number(record.get("NumNodes"))
             timed = replace(connection, post_timeout=deadline.left(connection.post_timeout, keep=ROW_TIME + SPOOL_TIME))
             failed = not_taken(
-                client, lambda: client.post_log(found.path, data=found.data, job_id=job_id, connection=timed)
+                client,
+                lambda: client.post_log(found.path, data=found.data, job_id=job_id, nodes=nodes, connection=timed),
             )
             if failed is None:
                 drain_spool(env, client, connection, deadline)
@@ -356,7 +365,7 @@ def epilog(environ: Mapping[str, str]) -> int:
             if isinstance(failed, client.Refused) and permanent(failed):  # a log the analyzer cannot read
                 log(f"job {job_id}: log {found.path} refused: {failed}")
                 failed = None  # the row still tells the job ran
-        record = show_job(job_id, env, deadline, keep=SPOOL_TIME)
+        record = record or show_job(job_id, env, deadline, keep=SPOOL_TIME)
         row = finished_row(env, record, batch_script(record, env, deadline, keep=SPOOL_TIME))
         if failed is None:
             timed = replace(connection, post_timeout=deadline.left(connection.post_timeout, keep=SPOOL_TIME))
