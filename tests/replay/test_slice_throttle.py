@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 
 from iosets.errors import InputError
-from iosets.replay import SCHEDULERS, Device, _engine, replay_requests, replay_trace
+from iosets.replay import FIT_PARAMETERS, SCHEDULERS, Device, _engine, calibrate, replay_requests, replay_trace
 
 MB = 1_000_000
 FAST = dict(bandwidth=1e9, overhead=0.0, seek=0.0)  # 1 MB takes 1 ms on a target
@@ -184,3 +184,59 @@ def test_the_engine_reads_the_slice_by_name_and_names_a_bad_one():
     message = "replay_requests: 'device.slice' must be a finite float >= 0, got -1.0"
     with pytest.raises(ValueError, match=f"^{message}$"):
         _engine.replay_requests(**engine_arguments(SimpleNamespace(**fields, slice=-1.0)))
+
+
+# ---------------------------------------------------------------- calibration
+
+
+def throttled_phases(device, *, phases=2, requests=400, gap=3.0):
+    """One rank writing ``phases`` phases of ``requests`` 1 MiB requests (0.1 ms apart), replayed on ``device``: the
+    recorded dates of a trace made on it."""
+    rows = [
+        ("a", 0, (phase * requests + k) << 20, 1 << 20, phase * gap + k * 1e-3, 0.0, "f", phase)
+        for phase in range(phases)
+        for k in range(requests)
+    ]
+    names = ("job_id", "rank", "offset", "size", "start", "end", "file", "phase")
+    ops = pl.DataFrame(rows, schema=names, orient="row").with_columns(op=pl.lit("write"), synthetic=False)
+    replayed = replay_trace(ops.with_columns(end=pl.col("start") + 0.9e-3), device=device).requests.sort("row")
+    return ops.with_columns(start=replayed["release"], end=replayed["complete"]).sort("start")
+
+
+def test_a_slice_is_fitted_from_the_period_of_the_waits_and_the_bytes_between_them():
+    """10 MB per 50 ms slice, 1 MiB requests: the period within 0.1 %; the budget within 2 kB, though each slice only
+    tells that the bytes before its wait fit in its budgets and those with it do not (40 slices a stretch)."""
+    truth = Device(bandwidth=2e9, overhead=0.0, seek=0.0, rate=200e6, slice=0.05)
+    got = calibrate(throttled_phases(truth), fit=FIT_PARAMETERS, fix={"overhead": 0, "seek": 0})
+    assert got.device.slice == pytest.approx(0.05, rel=1e-3)
+    assert got.device.burst == 0.0 and got.device.bandwidth == pytest.approx(2e9, rel=0.02)
+    assert got.device.rate * got.device.slice == pytest.approx(10e6, abs=2e3)
+    how = {p.name: (p.how, p.reason) for p in got.parameters}
+    assert how["slice"][0] == "fitted" and "waits end every 50 ms" in how["slice"][1]
+    assert how["rate"][0] == "fitted" and how["burst"] == ("not fitted", "a slice's budget is rate x slice: no burst")
+
+
+def test_a_continuous_rate_limit_fits_no_slice():
+    """Phases of 30 MiB through a continuous 20 MB bucket: after the burst every request waits 5.2 ms, on a period
+    too, but the first wait of a phase comes ~19 periods in: no slice's budget to tell, the slice is 0 and the
+    output says why."""
+    truth = Device(bandwidth=2e9, overhead=0.0, seek=0.0, rate=200e6, burst=20e6)
+    got = calibrate(
+        throttled_phases(truth, phases=6, requests=30),
+        fit=FIT_PARAMETERS,
+        fix={"overhead": 0, "seek": 0},
+        cross_validate=False,
+    )
+    slice_ = next(p for p in got.parameters if p.name == "slice")
+    assert got.device.slice == 0.0 and slice_.how == "not fitted"
+    assert slice_.reason.endswith(
+        "but the bytes before them fit no one budget (0 slices of busy stretches tell it, 20 needed)"
+    )
+
+
+def test_the_slice_is_fitted_only_when_asked():
+    """By default the rate limit is the continuous bucket's: the slice is the given device's (0)."""
+    truth = Device(bandwidth=2e9, overhead=0.0, seek=0.0, rate=200e6, slice=0.05)
+    got = calibrate(throttled_phases(truth), fix={"overhead": 0, "seek": 0}, cross_validate=False)
+    assert got.device.slice == 0.0 and got.device.burst > 0
+    assert next(p for p in got.parameters if p.name == "slice").how == "given"
