@@ -29,6 +29,7 @@ DEVICE_PARAMETERS = (
     "ranks_per_node",
     "rate",
     "burst",
+    "slice",
 )
 """The fields of iosets.replay.Device"""
 

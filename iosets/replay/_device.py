@@ -36,6 +36,7 @@ _STORAGE_FIELDS = (
     "ranks_per_node",
     "rate",
     "burst",
+    "slice",
 )
 """The fields of the parallel storage model and its token buckets, after the one-device model's five."""
 
@@ -54,6 +55,7 @@ DEVICE_UNITS = {
     "ranks_per_node": ("ranks per node", 1, ""),
     "rate": ("rate", 1e-6, " MB/s"),
     "burst": ("burst", 1e-6, " MB"),
+    "slice": ("slice", 1e3, " ms"),
 }
 """Per Device field: its label, the factor to its unit, and the unit (a count has none)."""
 
@@ -72,8 +74,11 @@ class Device:
     nodes no faster than ``client_bandwidth`` per node. With ``rate`` > 0 a target is
     rate-limited by a token bucket (blk-throttle, Lustre's TBF): it moves ``burst`` bytes
     at its bandwidth after idling, then ``rate`` bytes/s on average; a unit starts once
-    the bucket holds its bytes. Bandwidth, overhead, seek, queue_depth, concurrency,
-    rate and burst are per target. ``Device()`` is one target serving one unit at a time.
+    the bucket holds its bytes. With ``slice`` > 0 the budget comes per slice, as Linux's
+    blk-throttle grants it: ``rate`` x ``slice`` bytes for the slice a unit that finds the
+    target idle opens, as much more at each slice boundary, and a unit beyond the budget
+    waits for the boundary. Bandwidth, overhead, seek, queue_depth, concurrency,
+    rate, burst and slice are per target. ``Device()`` is one target serving one unit at a time.
 
     Parameters
     ----------
@@ -108,6 +113,9 @@ class Device:
     burst : float, default=0.0
         Bytes a target's bucket holds, full at the start: what it moves at its bandwidth after idling.
         With ``rate`` > 0 and burst 0, every byte waits for its token (a plain rate limit).
+    slice : float, default=0.0
+        Seconds: with ``rate`` > 0, the budget ``rate`` x ``slice`` comes at slice boundaries (blk-throttle's
+        100 ms slice), not continuously; ``burst`` must then be 0. 0: the continuous bucket.
     """
 
     queue_depth: int = 1
@@ -123,6 +131,7 @@ class Device:
     ranks_per_node: int = 1
     rate: float = 0.0
     burst: float = 0.0
+    slice: float = 0.0
 
     def __post_init__(self):
         for name, largest in _INTEGER_BOUNDS.items():
@@ -134,6 +143,12 @@ class Device:
         check_positive(self.client_bandwidth, "device client_bandwidth", strict=False)
         check_positive(self.rate, "device rate", strict=False)
         check_positive(self.burst, "device burst", strict=False)
+        check_positive(self.slice, "device slice", strict=False)
+        if self.slice > 0 and not (self.rate > 0 and self.burst == 0):
+            raise InputError(
+                f"device slice: a slice ({self.slice:g} s) grants rate x slice bytes per slice, so it needs a rate "
+                f"> 0 and burst 0, got rate {self.rate:g} and burst {self.burst:g}"
+            )
 
     @classmethod
     def from_strings(cls, items: list[str]) -> "Device":

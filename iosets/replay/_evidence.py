@@ -25,6 +25,10 @@ TAIL_RATIO = 3.0
 MAX_CONCURRENCY = 1024
 """The largest concurrency :func:`calibrate` tries."""
 
+SLICE_SPREAD = 0.1
+"""A wait of a slice-quantised rate limit ends within this share of the period of the line its waits' end dates fit
+(the k-th slice of a busy stretch: stretch start + k x period + a common lag)."""
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -55,9 +59,13 @@ class TraceEvidence:
     concurrency: Evidence
     bucket: Evidence
     max_in_flight: int
+    slice: Evidence = Evidence(0, False, "no slice looked for")
 
     def of(self, name: str) -> Evidence:
-        """The evidence for parameter ``name`` (``rate`` and ``burst``: the rate limit's)."""
+        """The evidence for parameter ``name`` (``rate`` and ``burst``: the rate limit's; with a usable ``slice``,
+        the rate is the slice pattern's and there is no burst)."""
+        if self.slice.usable and name in ("rate", "burst"):
+            return self.slice if name == "rate" else Evidence(0, False, "a slice's budget is rate x slice: no burst")
         return self.bucket if name in ("rate", "burst") else getattr(self, name)
 
 
@@ -144,7 +152,15 @@ def trace_evidence(
             False,
             f"{overlapping} requests ran while others did (fewer than {MIN_EVIDENCE}): served one at a time",
         )
-    return TraceEvidence(bandwidth, overhead, seek, concurrency, _bucket(end - start, idle), min(most, MAX_CONCURRENCY))
+    return TraceEvidence(
+        bandwidth,
+        overhead,
+        seek,
+        concurrency,
+        _bucket(end - start, idle),
+        min(most, MAX_CONCURRENCY),
+        slice_pattern(start, end, size).evidence,
+    )
 
 
 def _bucket(duration: np.ndarray, idle: np.ndarray) -> Evidence:
@@ -175,6 +191,128 @@ def _bucket(duration: np.ndarray, idle: np.ndarray) -> Evidence:
         f"requests found idle take {mean / median:.2g}x their median on average (below "
         f"{TAIL_RATIO:g}x): no rate limit to see",
     )
+
+
+@dataclass(frozen=True)
+class SlicePattern:
+    """A rate limit that grants its budget per slice (blk-throttle), seen in the waits of a trace.
+
+    Attributes
+    ----------
+    evidence : Evidence
+    period : float
+        Seconds between slice boundaries (0 without evidence).
+    budget : float
+        Bytes a slice grants (0 without evidence).
+    lag : float
+        Seconds after its boundary a wait ends on average (the throttle's timer and dispatch).
+    """
+
+    evidence: Evidence
+    period: float = 0.0
+    budget: float = 0.0
+    lag: float = 0.0
+
+
+def slice_pattern(start: np.ndarray, end: np.ndarray, size: np.ndarray) -> SlicePattern:
+    """The slice pattern of requests in recorded start order: a rate limit (the bucket's evidence) with at least
+    :data:`MIN_EVIDENCE` long waits (requests found idle that took :data:`TAIL_RATIO` times the median, and at
+    least half the 90th percentile of those: not the device's hiccups) whose end dates fall on a common period.
+
+    A busy stretch opens a slice: it starts at a request that starts after every earlier one ended by more than
+    most waits last (that 90th percentile, about a period). Counted from the stretch's start, a wait ends a
+    whole number k >= 1 of periods later plus a common lag: the period is the slope of the line through the
+    waits on it (within :data:`SLICE_SPREAD`; a wait off it is not the limit's). The budget is what the waits of the
+    leading slices of each stretch (k = 1, 2, ... each with its wait) tell: the bytes that went before the first
+    wait of slice k fit in k budgets, with that wait's they do not.
+    """
+    idle = found_idle(start, end)
+    duration = end - start
+    limit = _bucket(duration, idle)
+    if not limit.usable:
+        return SlicePattern(Evidence(0, False, f"no rate limit: {limit.reason}"))
+    waited = idle & (duration > TAIL_RATIO * np.median(duration[idle]))
+    longest = np.quantile(duration[waited], 0.9) if waited.any() else 0.0
+    waited = np.flatnonzero(waited & (duration >= longest / 2))  # not the device's own hiccups
+    if waited.size < MIN_EVIDENCE:
+        return SlicePattern(Evidence(int(waited.size), False, f"{waited.size} long waits (fewer than {MIN_EVIDENCE})"))
+    previous_end = np.maximum.accumulate(np.r_[-np.inf, end[:-1]])
+    stretch = np.cumsum(start - previous_end > longest) - 1
+    opened = start[np.r_[0, np.flatnonzero(np.diff(stretch)) + 1]][stretch[waited]]  # each wait's stretch start
+    since = end[waited] - opened
+    period, lag = _slice_phase(since, stretch[waited])
+    for _ in range(2):  # the line through the waits on the period, then the waits on that line
+        k = np.maximum(np.round((since - lag) / period), 1.0) if period > 0 else np.ones(since.size)
+        on_period = np.abs(since - k * period - lag) <= SLICE_SPREAD * period
+        if on_period.sum() < max(MIN_EVIDENCE, waited.size / 2) or np.unique(k[on_period]).size < 2:
+            return SlicePattern(
+                Evidence(
+                    int(on_period.sum()),
+                    False,
+                    f"{on_period.sum()} of {waited.size} long waits end on a common period inside busy stretches "
+                    f"(fewer than {MIN_EVIDENCE} or than half, or never two slices apart): a continuous rate limit",
+                )
+            )
+        period, lag = np.polyfit(k[on_period], since[on_period], 1)
+    low, high, told = _slice_budget(waited[on_period], k[on_period], stretch, size)
+    if told < MIN_EVIDENCE or not low < high:
+        return SlicePattern(
+            Evidence(
+                int(on_period.sum()),
+                False,
+                f"{on_period.sum()} waits end every {period * 1e3:.4g} ms, but the bytes before them fit no one budget "
+                f"({told} slices of busy stretches tell it, {MIN_EVIDENCE} needed)",
+            )
+        )
+    budget = (low + high) / 2
+    return SlicePattern(
+        Evidence(
+            int(on_period.sum()),
+            True,
+            f"{on_period.sum()} of {waited.size} waits end every {period * 1e3:.4g} ms ({lag * 1e3:.3g} ms after the "
+            f"boundary), {told} slices of busy stretches put {low:.9g} to {high:.9g} B in one: a rate limit granted "
+            "per slice",
+        ),
+        float(period),
+        float(budget),
+        float(lag),
+    )
+
+
+def _slice_phase(since: np.ndarray, stretch: np.ndarray) -> tuple[float, float]:
+    """A first period and lag from the waits' times since their stretch's start: the period the mean time between
+    successive waits of a stretch one slice apart (within half the median of those times: a wait's lag varies
+    with the bytes it was over its slice's budget), the lag where their times fall on it (a circular mean);
+    period 0 when fewer than :data:`MIN_EVIDENCE` successive waits share a stretch."""
+    same = stretch[1:] == stretch[:-1]
+    if same.sum() < MIN_EVIDENCE:
+        return 0.0, 0.0
+    between = np.diff(since)[same]
+    typical = float(np.median(between))
+    period = float(between[np.abs(between - typical) < typical / 2].mean())
+    turn = np.exp(2j * np.pi * since / period).mean()
+    return period, float(np.angle(turn) / (2 * np.pi) * period)
+
+
+def _slice_budget(waits: np.ndarray, k: np.ndarray, stretch: np.ndarray, size: np.ndarray) -> tuple[float, float, int]:
+    """The budgets B that the waits (request indices, in start order, with their slice counts) allow: the first wait
+    of slice k of a stretch whose slices 1 to k all had one, after c bytes of its stretch, had c <= k B < c + its
+    size. Returns the bounds (low, high) of that interval (empty: low >= high) and how many waits set them."""
+    bytes_before = np.cumsum(size) - size
+    stretch_start = np.r_[0, np.flatnonzero(np.diff(stretch)) + 1]
+    c = bytes_before[waits] - bytes_before[stretch_start[stretch[waits]]]
+    first = np.r_[True, (k[1:] != k[:-1]) | (stretch[waits][1:] != stretch[waits][:-1])]
+    low, high, told = 0.0, np.inf, 0
+    expected, current = 1.0, -1
+    for i in np.flatnonzero(first):
+        if stretch[waits[i]] != current:
+            current, expected = stretch[waits[i]], 1.0
+        if k[i] != expected:  # a slice without a wait: the budget may not all have been used
+            expected = np.nan
+            continue
+        low, high = max(low, c[i] / k[i]), min(high, (c[i] + size[waits[i]]) / k[i])
+        expected, told = expected + 1.0, told + 1
+    return low, high, told
 
 
 def concurrency_candidates(most: int) -> list[int]:

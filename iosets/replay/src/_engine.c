@@ -19,10 +19,11 @@
 
 static PyObject *ReplayError;
 
-/* The device's fields, read by name (get_device); interned once at import. The last three
- * may be absent: concurrency (1: one unit at a time), rate and burst (0: no token bucket). */
+/* The device's fields, read by name (get_device); interned once at import. The last four
+ * may be absent: concurrency (1: one unit at a time), rate and burst (0: no token bucket),
+ * slice (0: a continuous bucket). */
 static const char *const device_field_names[] = {"queue_depth", "bandwidth", "overhead", "seek", "iops",
-                                                 "concurrency", "rate", "burst"};
+                                                 "concurrency", "rate", "burst", "slice"};
 enum { N_DEVICE_FIELDS = sizeof(device_field_names) / sizeof(device_field_names[0]) };
 static PyObject *device_fields[N_DEVICE_FIELDS];
 
@@ -276,15 +277,15 @@ static int get_window(const arg_parse *p, const arg_spec *spec, PyObject *obj, d
 }
 
 /* The device's fields, read by name from any object that has them (a Device); the token
- * bucket's rate and burst must be finite and >= 0. */
+ * bucket's rate, burst and slice must be finite and >= 0. */
 static int get_device(const arg_parse *p, const arg_spec *spec, PyObject *obj, re_device *dev)
 {
     enum { CONCURRENCY = 5, RATE = 6 };
     double *values[N_DEVICE_FIELDS] = {
-        NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops, NULL, &dev->rate, &dev->burst,
+        NULL, &dev->bandwidth, &dev->overhead, &dev->seek, &dev->iops, NULL, &dev->rate, &dev->burst, &dev->slice,
     };
     dev->concurrency = 1;
-    dev->rate = dev->burst = 0.0;
+    dev->rate = dev->burst = dev->slice = 0.0;
     for (int k = 0; k < N_DEVICE_FIELDS; k++) {
         const char *field = device_field_names[k];
         PyObject *value = PyObject_GetAttr(obj, device_fields[k]);
@@ -647,7 +648,7 @@ static const char *request_error_text(int rc)
     case RE_BAD_SIZE: return "size must be >= 0 and < 2^63 (request %lld)";
     case RE_BAD_ID: return "class, stream, server or phase id out of range (request %lld)";
     case RE_BAD_DEVICE:
-        return "device: queue_depth >= 1, bandwidth > 0, overhead, seek, iops, rate and burst >= 0, all finite, "
+        return "device: queue_depth >= 1, bandwidth > 0, overhead, seek, iops, rate, burst and slice >= 0, all finite, "
                "concurrency in [1, 65536]";
     case RE_BAD_WEIGHT: return "weight must be finite and > 0 (class %lld)";
     case RE_BAD_RESERVATION: return "reservation must be finite and >= 0 (class %lld)";
@@ -759,7 +760,7 @@ PyDoc_STRVAR(replay_requests_doc,
 "offset : int64 array; cls, stream, server, phase : int32 arrays; op : int8 array\n"
 "n_classes, n_streams, n_servers, n_phases : int >= 0\n"
 "device : Device\n    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent),\n"
-"    rate and burst (0 if absent: no token bucket).\n"
+"    rate and burst (0 if absent: no token bucket), slice (0 if absent: a continuous bucket).\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "dispatch, complete : writable float64 arrays; unit : writable int64 array, filled\n\n"
@@ -840,7 +841,7 @@ PyDoc_STRVAR(replay_trace_doc,
 "    Bytes/s of each job's client link, 0 = none.\n"
 "device : Device\n"
 "    Read by name: queue_depth, bandwidth, overhead, seek, iops, and concurrency (1 if absent),\n"
-"    rate and burst (0 if absent: no token bucket).\n"
+"    rate and burst (0 if absent: no token bucket), slice (0 if absent: a continuous bucket).\n"
 "weight, reservation, limit : float64 arrays of n_classes\n"
 "params : float64 array of the scheduler's parameters, in the order of scheduler_params()\n"
 "release, dispatch, complete : writable float64 arrays of n_requests; unit : writable int64\n"

@@ -33,7 +33,9 @@ typedef struct {
     int32_t *ring_pos;      /* [n_servers] the ring's entry of the unit dispatched `concurrency` units ago */
     int32_t concurrency;
     double *tokens;         /* [n_servers] bytes in the server's bucket at `refilled` (< 0: owed) */
-    double *refilled;       /* [n_servers] */
+    double *refilled;       /* [n_servers] also the last unit's start, after its tokens */
+    double *charged;        /* [n_servers] slice mode: bytes started since slice_start (after trims) */
+    double *slice_start;    /* [n_servers] slice mode */
     int32_t *last_stream;   /* [n_servers] */
     int64_t *last_end;      /* [n_servers] end offset of the last dispatched unit */
     int32_t *dirty;         /* servers that may dispatch now */
@@ -51,7 +53,8 @@ static int validate(const re_requests *rq, const re_device *dev, int sorted_arri
     if (!(dev->queue_depth >= 1) || !(dev->bandwidth > 0) || !isfinite(dev->bandwidth) ||
         !(dev->overhead >= 0) || !isfinite(dev->overhead) || !(dev->seek >= 0) || !isfinite(dev->seek) ||
         !(dev->iops >= 0) || !isfinite(dev->iops) || dev->concurrency < 1 || dev->concurrency > RE_MAX_CONCURRENCY ||
-        !(dev->rate >= 0) || !isfinite(dev->rate) || !(dev->burst >= 0) || !isfinite(dev->burst))
+        !(dev->rate >= 0) || !isfinite(dev->rate) || !(dev->burst >= 0) || !isfinite(dev->burst) ||
+        !(dev->slice >= 0) || !isfinite(dev->slice))
         return RE_BAD_DEVICE;
     double previous = -INFINITY;
     for (int64_t i = 0; i < rq->n; i++) {
@@ -125,10 +128,39 @@ static double unit_cost(const re_context *ctx, engine_state *e, int32_t server, 
     return dev->overhead + *transfer + (contiguous ? 0.0 : dev->seek);
 }
 
+/* Slice mode (request_engine.h): when a unit of `bytes` given its slot at `slot` on `server`
+ * starts, at once if its slice's budget holds it, else once a later slice's budget does. */
+static double slice_grant(const re_device *dev, engine_state *e, int32_t server, double slot, double bytes)
+{
+    double previous = e->refilled[server], budget = dev->rate * dev->slice;
+    if (slot > previous + dev->slice) { /* idle for a slice, nothing waiting: a new slice */
+        e->slice_start[server] = slot;
+        e->charged[server] = 0.0;
+    }
+    double opened = e->slice_start[server], charged = e->charged[server] + bytes;
+    double slices = ceil((slot - opened) / dev->slice);
+    slices = slices > 1.0 ? slices : 1.0;
+    double start = slot;
+    if (charged > slices * budget)
+        start = opened + slices * dev->slice + (charged - slices * budget) / dev->rate;
+    start = start > previous ? start : previous;
+    double trimmed = floor((start - opened) / dev->slice) - 1.0;
+    if (trimmed >= 1.0 && charged > 0.0) {
+        charged -= trimmed * budget;
+        charged = charged > 0.0 ? charged : 0.0;
+        e->slice_start[server] = opened + trimmed * dev->slice;
+    }
+    e->charged[server] = charged;
+    e->refilled[server] = start;
+    return start;
+}
+
 /* When a unit of `bytes` given its slot at `slot` on `server` starts: at once if the server's
  * bucket holds its tokens, else once the missing ones have come in at the device's rate. */
 static double bucket_start(const re_device *dev, engine_state *e, int32_t server, double slot, double bytes)
 {
+    if (dev->slice > 0)
+        return slice_grant(dev, e, server, slot, bytes);
     double tokens = e->tokens[server] + dev->rate * (slot - e->refilled[server]);
     tokens = tokens < dev->burst ? tokens : dev->burst;
     if (tokens >= bytes) {
@@ -273,6 +305,8 @@ static void state_free(engine_state *e)
     free(e->ring_pos);
     free(e->tokens);
     free(e->refilled);
+    free(e->charged);
+    free(e->slice_start);
     free(e->last_stream);
     free(e->last_end);
     free(e->dirty);
@@ -299,6 +333,8 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->ring_pos = calloc(ns, sizeof(int32_t));
     e->tokens = malloc(ns * sizeof(double));
     e->refilled = malloc(ns * sizeof(double));
+    e->charged = calloc(ns, sizeof(double));
+    e->slice_start = calloc(ns, sizeof(double));
     e->last_stream = malloc(ns * sizeof(int32_t));
     e->last_end = malloc(ns * sizeof(int64_t));
     e->dirty = malloc(ns * sizeof(int32_t));
@@ -306,7 +342,7 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
     if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->ends || !e->ring_pos ||
-        !e->tokens || !e->refilled || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
+        !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }

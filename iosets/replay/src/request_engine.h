@@ -22,6 +22,17 @@
  * A unit given its slot before the previous one's start (concurrency > 1) finds
  * the bucket in debt (tokens < 0): it starts b / rate after that start. The
  * bucket counts bytes in fixed-IOPS mode too; rate 0 is no bucket.
+ *
+ * With slice > 0 (and rate > 0) the bucket is quantised as Linux's blk-throttle
+ * grants it (burst unused): a slice opens at s when the unit finds the server
+ * idle (s > the last unit's start + slice), with nothing charged; by the k-th
+ * slice of it (s - slice_start in ((k - 1) slice, k slice], k >= 1) the server
+ * may have started k x rate x slice bytes. A unit that would exceed that by x
+ * bytes starts at slice_start + k slice + x / rate (not before the previous
+ * unit's start), else at s. Once it starts at s', the slices before the one of
+ * s' but one are trimmed: n = floor((s' - slice_start) / slice), if n >= 2 the
+ * charge drops by (n - 1) x rate x slice (not below 0) and slice_start moves
+ * on by n - 1 slices. The budget thus comes at slice boundaries.
  */
 #ifndef IOSETS_REQUEST_ENGINE_H
 #define IOSETS_REQUEST_ENGINE_H
@@ -74,6 +85,7 @@ typedef struct {
     int32_t concurrency; /* units a server serves at once, in [1, RE_MAX_CONCURRENCY] */
     double rate;         /* bytes/s a server moves on average (its token bucket's refill); 0 = no limit */
     double burst;        /* bytes its bucket holds (what it moves at full bandwidth after idling) */
+    double slice;        /* s > 0: the budget rate x slice comes per slice (blk-throttle); 0 = continuous bucket */
 } re_device;
 
 typedef struct {
