@@ -27,9 +27,11 @@ from ._evidence import (
     TAIL_RATIO,
     Evidence,
     TraceEvidence,
+    beaten_limit,
     between,
     concurrency_candidates,
     found_idle,
+    idle_bandwidth,
     jumps,
     slice_pattern,
     trace_evidence,
@@ -76,8 +78,9 @@ class Parameter:
     name : str
     value : float
     how : str
-        ``fitted``, ``fixed`` (by the caller), ``not fitted`` (no evidence: a neutral value) or ``given`` (not
-        fittable: the given device's, a site setting).
+        ``fitted``, ``fixed`` (by the caller), ``not fitted`` (no evidence: a neutral value), ``given`` (not
+        fittable: the given device's, a site setting) or ``refused`` (a rate limit fitted at a rate not below the
+        bandwidth: it limits nothing, so 0).
     evidence : int
         Requests that informed it (0 when fixed or given).
     reason : str
@@ -264,19 +267,54 @@ def _closed_form(
     return {"bandwidth": float(bandwidth), "overhead": overhead if slope > 0 else 0.0, "seek": seek}
 
 
-def _rate_limit(size: np.ndarray, start: np.ndarray, end: np.ndarray) -> dict[str, float]:
-    """A start for a rate limit seen in the requests found idle: ``raw`` (the bandwidth of the fast ones, those
-    within :data:`TAIL_RATIO` of the median duration), ``rate`` (their bytes over all their time, waits
-    included) and ``burst`` (the bytes of the fast requests per wait)."""
+def _rate_limit(
+    size: np.ndarray, start: np.ndarray, end: np.ndarray, phase: np.ndarray
+) -> tuple[dict[str, float], int]:
+    """A rate limit seen in the requests found idle (in start order, with their chain phase): ``rate`` (the bytes
+    over the time of those from their phase's first wait on: what the limit lets through once the burst is spent)
+    and ``burst`` (the bytes of the fast ones, those within :data:`TAIL_RATIO` of the median duration, per wait);
+    and how many requests the rate is over."""
     idle = found_idle(start, end)
     served, moved = (end - start)[idle], size[idle]
     fast = served <= TAIL_RATIO * np.median(served)
     waits = max(int((~fast).sum()), 1)
-    return {
-        "raw": float(moved[fast].sum() / served[fast].sum()),
-        "rate": float(moved.sum() / served.sum()),
-        "burst": float(moved[fast].sum() / waits),
+    first_wait = np.full(int(phase.max(initial=-1)) + 1, np.inf)
+    np.minimum.at(first_wait, phase[idle][~fast], start[idle][~fast])
+    spent = start[idle] >= first_wait[phase[idle]]
+    rate = float(moved[spent].sum() / served[spent].sum())
+    return {"rate": rate, "burst": float(moved[fast].sum() / waits)}, int(spent.sum())
+
+
+def _bucket_evidence(evidence: TraceEvidence, limited: set[str], informed: int) -> TraceEvidence:
+    """``evidence`` saying how a continuous rate limit's ``limited`` parameters are set: the rate is the ``informed``
+    requests' (:func:`_rate_limit`: what the limit lets through once the burst is spent), the burst the phases'
+    given that rate and the bandwidth (a phase lasts about its bytes less the burst over the rate: one phase tells
+    one of the two)."""
+    bucket = evidence.bucket
+    said = {
+        "rate": f"the bytes over the time of requests found idle from their phase's first wait on: {bucket.reason}",
+        "burst": f"the phases' durations at that rate and bandwidth: {bucket.reason}",
     }
+    count = {"rate": informed, "burst": bucket.count}
+    told: dict[str, Any] = {name: Evidence(count[name], True, said[name]) for name in limited}
+    return replace(evidence, **told)
+
+
+def _refuse_no_limit(device: Device, fitted: bool, wanted: set[str]) -> tuple[Device, dict[str, str]]:
+    """``device`` without its rate limit (rate, burst and slice 0) when a ``fitted`` rate is not below its bandwidth,
+    and why, per limit parameter dropped (those ``wanted`` or not 0); else ``device`` and no reason. Such a bucket
+    refills faster than the device moves bytes: it limits nothing, and reporting it would claim a limit the trace
+    does not show."""
+    if not fitted or not device.rate >= device.bandwidth:
+        return device, {}
+    reason = (
+        f"the fitted rate {device.rate * 1e-6:.4g} MB/s is not below the bandwidth {device.bandwidth * 1e-6:.4g} MB/s: "
+        "no limit, refused"
+    )
+    limit = ("rate", "burst", "slice")
+    dropped = {name: reason for name in limit if name in wanted or getattr(device, name) > 0}
+    none: dict[str, Any] = dict.fromkeys(limit, 0.0)
+    return replace(device, **none), dropped
 
 
 def _slice_limit(
@@ -286,14 +324,13 @@ def _slice_limit(
     budget the bytes between them allow, rate = budget / slice) when the slice is to fit and has evidence, else a
     slice of 0 when it is to fit; with a slice (fitted or given) the burst is 0. Returns those values and the
     parameters the search must leave alone: the budget is knife-edged (a phase one request over it waits a whole
-    slice), only the request pattern tells it; and the phases, paced by the slices, do not tell the bandwidth,
-    which stays the closed form's (the requests between the waits)."""
+    slice), only the request pattern tells it."""
     if "slice" in wanted and evidence.slice.usable:
         pattern = slice_pattern(start, end, size)
         values = {"slice": pattern.period, "burst": 0.0}
         if "rate" in wanted:
             values["rate"] = pattern.budget / pattern.period
-        return values, {"rate", "burst", "bandwidth"}
+        return values, {"rate", "burst"}
     if "slice" in wanted:
         return {"slice": 0.0}, set()
     return ({"burst": 0.0}, {"burst"}) if base.slice > 0 else ({}, set())
@@ -426,7 +463,9 @@ def _cross_validate(
         train, test = positive & (fold != k), positive & (fold == k)
         if not train.any() or not test.any():
             continue
-        fitted = _fit(fit, device, names, False, 1, train, _FOLD_EVALUATIONS)
+        fitted, _ = _refuse_no_limit(
+            _fit(fit, device, names, False, 1, train, _FOLD_EVALUATIONS), "rate" in names, set()
+        )
         _, replayed = fit.replay(fitted)
         held.append(np.abs(replayed[test] / fit.phase_duration[test] - 1.0))
     errors = np.concatenate(held) if held else np.empty(0)
@@ -439,13 +478,15 @@ def _cross_validate(
 
 
 def _parameters(
-    device: Device, evidence: TraceEvidence, fit: set[str], fixed: Mapping[str, float]
+    device: Device, evidence: TraceEvidence, fit: set[str], fixed: Mapping[str, float], refused: Mapping[str, str]
 ) -> tuple[Parameter, ...]:
-    """Each fittable parameter's value and what set it."""
+    """Each fittable parameter's value and what set it (``refused``: the dropped rate limit's, and why)."""
     rows = []
     for name in FIT_PARAMETERS:
         value = float(getattr(device, name))
-        if name in fixed:
+        if name in refused:
+            rows.append(Parameter(name, value, "refused", evidence.of(name).count, refused[name]))
+        elif name in fixed:
             rows.append(Parameter(name, value, "fixed", 0, f"--fix {name}={fixed[name]:g}"))
         elif name not in fit:
             rows.append(Parameter(name, value, "given", 0, "not asked to fit: the given device's value"))
@@ -535,6 +576,11 @@ def calibrate(
     wanted = set(fit) - set(fixed)
     if "slice" not in wanted:  # the rate and burst are then the bucket's
         evidence = replace(evidence, slice=Evidence(0, False, "not fitted"))
+    if evidence.bucket.usable:
+        limit, informed = _rate_limit(plain.size, start, end, plain.phase)
+        bucket = beaten_limit(evidence.bucket, end, plain.size, limit["rate"], limit["burst"])
+        if not bucket.usable:
+            evidence = replace(evidence, bucket=bucket, slice=Evidence(0, False, bucket.reason))
     usable = {name for name in wanted if evidence.of(name).usable}
     estimate = _closed_form(plain.size, plain.stream, plain.offset, start, end, evidence, usable)
     costs: dict[str, Any] = {
@@ -542,17 +588,23 @@ def calibrate(
     }
     limited = {"rate", "burst"} & usable
     if limited:
-        limit = _rate_limit(plain.size, start, end)
         costs |= {name: limit[name] for name in limited}
-        if "bandwidth" in usable:
-            costs["bandwidth"] = limit["raw"]
     costs |= {name: 0.0 for name in {"rate", "burst"} & wanted - usable}
     sliced, kept = _slice_limit(plain.size, start, end, evidence, wanted, base)
+    # under a rate limit a phase lasts what the limit lets through: it tells neither the bandwidth (the requests
+    # found idle do) nor the rate from the burst (one phase, one duration); the search is left the burst
+    if "bandwidth" in usable and evidence.bucket.usable and (limited or base.rate > 0):
+        costs["bandwidth"], proof = idle_bandwidth(start, end, plain.size)
+        evidence, kept = replace(evidence, bandwidth=proof), kept | {"bandwidth"}
+    if limited - kept:
+        evidence, kept = _bucket_evidence(evidence, limited - kept, informed), kept | {"rate"}
     start_device = replace(base, **costs | sliced)
     if "concurrency" in wanted - usable:
         start_device = _with_concurrency(start_device, 1)
     names = [name for name in ("bandwidth", "overhead", "seek", "rate", "burst") if name in usable - kept]
     current = _fit(recorded, start_device, names, "concurrency" in usable, evidence.max_in_flight)
+    current, refused = _refuse_no_limit(current, "rate" in usable, wanted)
+    names = [name for name in names if name not in refused]  # the folds do not fit again a limit refused
     requests, phase_errors = (np.abs(errors) for errors in recorded.errors(current))
     by, held_out = (
         _cross_validate(recorded, current, names, unit_job, units)
@@ -561,7 +613,7 @@ def calibrate(
     )
     return Calibration(
         device=current,
-        parameters=_parameters(current, evidence, set(fit), fixed),
+        parameters=_parameters(current, evidence, set(fit), fixed, refused),
         error={
             "phase_median": _quantile(phase_errors, 0.5),
             "phase_p90": _quantile(phase_errors, 0.9),

@@ -5,9 +5,10 @@
   repetition and must not invent contention on the other. The disk's speed drifted over the runs' two minutes
   (its README measures it): each job alone is reproduced by a device calibrated on its own run, not the three
   jobs of a repetition by one device.
-- jobs4r3 (tests/data/darshan-runtime/validate/README.md): `iosets validate --darshan` runs of the IO-SETS
-  paper's Fig. 4 scenario, 4 jobs sharing a 200 MB/s block-I/O throttle, three repetitions: the device is
-  calibrated on the run of one job alone and the contention of each repetition is predicted from its trace.
+- jobs4r3 and jobs4r5 (tests/data/darshan-runtime/validate/README.md): two experiments, a day apart, of
+  `iosets validate --darshan` runs of the IO-SETS paper's Fig. 4 scenario, 4 jobs sharing a 200 MB/s block-I/O
+  throttle, three and five repetitions: in each the device is calibrated on the run of one job alone and the
+  contention of each repetition is predicted from its trace.
 """
 
 import functools
@@ -20,10 +21,11 @@ import pytest
 
 from iosets.analyzer import site_trace
 from iosets.replay import FIT_PARAMETERS, calibrate, replay_trace
+from iosets.replay._evidence import found_idle
 
 DATA = Path(__file__).parent.parent / "data" / "darshan-runtime"
 LIGHT = DATA / "contention-light"
-OWN = DATA / "validate" / "jobs4r3"
+VALIDATE = DATA / "validate"
 OWN_JOBS = ("h0", "h1", "l0", "l1")  # Darshan job ids 1 to 4
 TRUTH = json.loads((LIGHT / "contention_truth.json").read_text())
 JOBS = ("cj1", "cj2", "cj3")
@@ -126,43 +128,73 @@ def test_the_same_jobs_phases_differ_more_than_the_jobs_do(rep):
     assert spread_within > np.std(medians)
 
 
-@pytest.fixture(scope="module")
-def own_device():
-    """The device calibrated on the logs of the run of one job alone."""
-    return calibrate(site_trace([OWN / "calibration"], workers=1).requests).device
+@functools.cache
+def own_site(experiment: str, run: str) -> pl.DataFrame:
+    """The site trace of one run of an experiment (``calibration`` or ``system-<repetition>``)."""
+    return site_trace([VALIDATE / experiment / run], workers=1).requests
 
 
-def test_the_job_alone_is_replayed_within_5_percent_of_its_recorded_phases(own_device):
-    replay = replay_trace(site_trace([OWN / "calibration"], workers=1).requests, device=own_device)
+@functools.cache
+def own_calibration(experiment: str, *, sliced: bool = False):
+    """The calibration on the logs of the experiment's run of one job alone (with the slice when ``sliced``)."""
+    return calibrate(own_site(experiment, "calibration"), **({"fit": FIT_PARAMETERS} if sliced else {}))
+
+
+@pytest.mark.parametrize(("experiment", "n_phases"), [("jobs4r3", 2), ("jobs4r5", 1)])
+def test_the_job_alone_is_replayed_within_5_percent_of_its_recorded_phases(experiment, n_phases):
+    device = own_calibration(experiment).device
+    replay = replay_trace(own_site(experiment, "calibration"), device=device)
     ratio = (replay.phases["end"] - replay.phases["start"]) / (
         replay.phases["recorded_end"] - replay.phases["recorded_start"]
     )
-    print(f"\nown device {own_device}; alone phase ratios {ratio.to_list()}")
-    assert replay.phases.height == 2 and abs(ratio.median() - 1) <= 0.05
+    print(f"\n{experiment}: own device {device.describe()}; alone phase ratios {ratio.to_list()}")
+    assert replay.phases.height == n_phases and abs(ratio.median() - 1) <= 0.05
 
 
-def test_the_alone_run_shows_blk_throttles_slices():
+@pytest.mark.parametrize("experiment", ["jobs4r3", "jobs4r5"])
+def test_under_the_throttle_the_bandwidth_is_what_the_requests_found_idle_show(experiment):
+    """The phases of a job alone last what the 200 MB/s throttle lets through, whatever the disk's speed: the
+    bandwidth is the median rate of the requests found idle (every request here: one rank, one after the other),
+    the disk's own (~0.4-0.5 ms per MiB), not the throttle's rate the phases would pull it down to (jobs4r5's flat
+    200 MB/s device); the rate, the bytes over the time of the requests from their phase's first wait on, is the
+    throttle's within 2.5 % (blk-throttle grants it per 100 ms slice, so the first slice's bytes pass at once)."""
+    requests = own_site(experiment, "calibration").sort("start")
+    start, end, size = (requests[name].to_numpy() for name in ("start", "end", "size"))
+    calibration = own_calibration(experiment)
+    how = {p.name: p for p in calibration.parameters}
+    print(f"\n{experiment}: {calibration.device.describe()}")
+    assert found_idle(start, end).all()
+    assert calibration.device.bandwidth == pytest.approx(np.median(size / (end - start)), rel=1e-12)
+    assert how["bandwidth"].how == "fitted" and how["bandwidth"].evidence == requests.height
+    assert how["bandwidth"].reason.startswith(f"the median rate of {requests.height} requests found idle")
+    assert calibration.device.bandwidth > 5 * calibration.device.rate
+    assert calibration.device.rate == pytest.approx(200e6, rel=0.025)
+    assert how["rate"].how == how["burst"].how == "fitted"
+
+
+@pytest.mark.parametrize("experiment", ["jobs4r3", "jobs4r5"])
+def test_the_alone_run_shows_blk_throttles_slices(experiment):
     """200 MB/s in 100 ms slices (Linux 6.18, HZ 250): fitted with the slice, the budget is 20 MB within what the
     requests tell, below the 20 000 768 B of a high-frequency job's phase, whose last request waits a slice."""
-    got = calibrate(site_trace([OWN / "calibration"], workers=1).requests, fit=FIT_PARAMETERS)
+    got = own_calibration(experiment, sliced=True)
     assert got.device.slice == pytest.approx(0.1, rel=1e-3) and got.device.burst == 0.0
     assert 19.99e6 < got.device.rate * got.device.slice < 20_000_768
 
 
-def measured_stretch() -> dict[tuple[int, str], float]:
+def measured_stretch(experiment: str) -> dict[tuple[int, str], float]:
     """Each job's measured stretch per repetition (its runtime over compute + bytes / B, the programs' clocks)."""
-    checks = json.loads((OWN / "validation.json").read_text())["darshan"]["jobs"]
+    checks = json.loads((VALIDATE / experiment / "validation.json").read_text())["darshan"]["jobs"]
     return {(check["repetition"], check["job_id"]): check["stretch"]["measured"] for check in checks}
 
 
-def own_predictions(device) -> list[tuple[int, str, float, float]]:
-    """(repetition, job, measured stretch, predicted stretch) of every job of the three runs, replayed on
+def own_predictions(experiment: str, device) -> list[tuple[int, str, float, float]]:
+    """(repetition, job, measured stretch, predicted stretch) of every job of the experiment's runs, replayed on
     ``device``: the predicted stretch is the measured one times the replay's runtime over the recorded one (both
     stretches are over the same ideal, compute + bytes / B)."""
-    measured = measured_stretch()
+    measured = measured_stretch(experiment)
     rows = []
-    for rep in (1, 2, 3):
-        replay = replay_trace(site_trace([OWN / f"system-{rep}"], workers=1).requests, device=device)
+    for rep in sorted({rep for rep, _ in measured}):
+        replay = replay_trace(own_site(experiment, f"system-{rep}"), device=device)
         for row in replay.jobs.sort("job_id").iter_rows(named=True):
             job = OWN_JOBS[int(row["job_id"]) - 1]
             rows.append(
@@ -171,28 +203,52 @@ def own_predictions(device) -> list[tuple[int, str, float, float]]:
     return rows
 
 
-def test_contention_is_predicted_within_15_percent_and_the_low_frequency_jobs_within_5(own_device):
-    """What holds today, where a job's measured contention (stretch - 1) exceeds the spread of its repetitions:
-    its predicted stretch within 15 % of the measured one, within 5 % for the low-frequency jobs (l*)."""
-    rows = own_predictions(own_device)
+def judged_errors(rows: list[tuple[int, str, float, float]]) -> list[tuple[str, float]]:
+    """(job, predicted / measured - 1) of the jobs whose measured contention (stretch - 1) exceeds the spread of
+    their repetitions' measured stretches, each printed."""
     spread = {job: np.ptp([m for _, j, m, _ in rows if j == job]) for job in OWN_JOBS}
+    judged = []
     for rep, job, measured, predicted in rows:
-        print(f"run {rep} {job}: measured stretch {measured:.3f} (spread {spread[job]:.3f}), predicted {predicted:.3f}")
-        if measured - 1 > spread[job]:
-            assert abs(predicted / measured - 1) <= (0.05 if job.startswith("l") else 0.15)
+        counted = measured - 1 > spread[job]
+        print(
+            f"run {rep} {job}: measured stretch {measured:.3f} (spread {spread[job]:.3f}), predicted {predicted:.3f} "
+            f"({(predicted / measured - 1) * 100:+.1f} %){'' if counted else ', not judged'}"
+        )
+        if counted:
+            judged.append((job, predicted / measured - 1))
+    return judged
+
+
+JOBS4R5_LOW_FREQUENCY = pytest.mark.xfail(
+    strict=True,
+    reason="not met on jobs4r5: the device calibrated on its job alone (bandwidth 1937 MB/s, the requests' own; "
+    "rate 195.6 MB/s, burst 16.2 MB) predicts run 1 l0 5.6 % above its measured stretch (1.367 for 1.294) and the "
+    "h jobs 10-15 % below (run 2 h0 1.079 for 1.269: -15.0 %). A continuous bucket cannot be blk-throttle's 20 MB "
+    "per 100 ms slice: the burst the phase sets (16.2 MB here, 0.9 MB on jobs4r3) decides how long a 20 MB h "
+    "phase waits. With the slice (fit=FIT_PARAMETERS) every h job is within 3.4 %, but run 1 l0 is 7.2 % above",
+)
+
+
+@pytest.mark.parametrize("experiment", ["jobs4r3", pytest.param("jobs4r5", marks=JOBS4R5_LOW_FREQUENCY)])
+def test_contention_is_predicted_within_15_percent_and_the_low_frequency_jobs_within_5(experiment):
+    """Where a job's measured contention (stretch - 1) exceeds the spread of its repetitions: its predicted stretch
+    within 15 % of the measured one, within 5 % for the low-frequency jobs (l*)."""
+    judged = judged_errors(own_predictions(experiment, own_calibration(experiment).device))
+    assert len(judged) >= 6
+    assert all(abs(error) <= (0.05 if job.startswith("l") else 0.15) for job, error in judged)
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue #21's criterion, not met: the high-frequency jobs (h*, 20 MB every 0.4 s) are predicted 7-13 % "
-    "below their measured stretch. The device calibrated on the job alone fits the throttle as a token bucket of "
-    "9 MB, but blk-throttle grants 20 MB per 100 ms slice, so a 20 000 768 B phase waits a whole slice for its "
-    "last 768 B. Fitted with the slice (fit=FIT_PARAMETERS) every h job but one is within 5 % (run 2 h1 7.4 % "
-    "below, run 3 h0 4.8 % above), but the l jobs of run 2 fall 6-7.5 % below (it moved 188 MB/s through the "
-    "200 MB/s throttle while busy, with 300-430 ms stalls), which breaks the l jobs' 5 % of the test above",
+    reason="issue #21's criterion, not met on either experiment. Default fit (a continuous bucket): jobs4r3's h "
+    "jobs 2-11 % above their measured stretch (run 3 h0 +11.1 %), jobs4r5's 10-15 % below and its run 1 l0 "
+    "+5.6 %: the burst the phases set (0.9 and 16.2 MB) decides how long a 20 MB h phase waits, and no bucket "
+    "is blk-throttle's 20 MB per 100 ms slice. With the slice (fit=FIT_PARAMETERS): jobs4r3 run 2 h1 -7.4 %, l0 "
+    "-6.0 %, l1 -7.5 % (that run moved 188 MB/s through the 200 MB/s throttle while busy, with 300-430 ms stalls); "
+    "jobs4r5 every h job within 3.4 %, l within 3.5 % but run 1 l0 +7.2 %",
 )
-def test_contention_is_predicted_within_5_percent_where_the_runs_measured_more_than_their_spread(own_device):
-    rows = own_predictions(own_device)
-    spread = {job: np.ptp([m for _, j, m, _ in rows if j == job]) for job in OWN_JOBS}
-    judged = [abs(p / m - 1) for _, job, m, p in rows if m - 1 > spread[job]]
-    assert len(judged) >= 6 and max(judged) <= 0.05
+@pytest.mark.parametrize("sliced", [False, True], ids=["bucket", "slice"])
+@pytest.mark.parametrize("experiment", ["jobs4r3", "jobs4r5"])
+def test_contention_is_predicted_within_5_percent_where_the_runs_measured_more_than_their_spread(experiment, sliced):
+    judged = judged_errors(own_predictions(experiment, own_calibration(experiment, sliced=sliced).device))
+    assert len(judged) >= 6 and max(abs(error) for _, error in judged) <= 0.05
