@@ -1,4 +1,5 @@
-"""Rate limits granted per slice (issue #21): Linux blk-throttle's budget, on hand-computed dates.
+"""Rate limits granted per slice (issue #21): Linux blk-throttle's budget, on hand-computed dates; and what
+calibration takes from a trace under a rate limit.
 
 A target of ``rate`` > 0 and ``slice`` > 0 grants ``rate x slice`` bytes per slice: a unit that finds
 the target idle (its slot more than a slice after the last unit's start) opens a slice; by the k-th
@@ -8,6 +9,7 @@ boundary plus x / rate. Here 1 MB units on a 1 GB/s target take 1 ms, and the bu
 """
 
 import json
+import re
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +18,7 @@ import pytest
 
 from iosets.errors import InputError
 from iosets.replay import FIT_PARAMETERS, SCHEDULERS, Device, _engine, calibrate, replay_requests, replay_trace
+from iosets.replay._evidence import Evidence, beaten_limit
 
 MB = 1_000_000
 FAST = dict(bandwidth=1e9, overhead=0.0, seek=0.0)  # 1 MB takes 1 ms on a target
@@ -240,3 +243,61 @@ def test_the_slice_is_fitted_only_when_asked():
     got = calibrate(throttled_phases(truth), fix={"overhead": 0, "seek": 0}, cross_validate=False)
     assert got.device.slice == 0.0 and got.device.burst > 0
     assert next(p for p in got.parameters if p.name == "slice").how == "given"
+
+
+# ---------------------------------------------------------------- a continuous rate limit's evidence
+
+
+def bucket_phases():
+    """Six phases of 30 MiB through a continuous 20 MB bucket at 200 MB/s on a 2 GB/s device: 19 requests at the
+    device's speed (0.524 ms), then each waits for its tokens."""
+    truth = Device(bandwidth=2e9, overhead=0.0, seek=0.0, rate=200e6, burst=20e6)
+    return throttled_phases(truth, phases=6, requests=30)
+
+
+def test_under_a_rate_limit_the_bandwidth_is_the_requests_found_idle_and_the_phases_set_the_burst():
+    """The phases last what the bucket lets through: the bandwidth is the median rate of the 180 requests found idle
+    (exactly the device's: most went at its speed), the rate the bytes over the time of those from each phase's
+    first wait on (215 MB/s: the tokens that came in while the burst went shorten the first waits), and the
+    burst what the phases' durations then ask."""
+    got = calibrate(bucket_phases(), fix={"overhead": 0, "seek": 0}, cross_validate=False)
+    how = {p.name: p for p in got.parameters}
+    assert got.device.bandwidth == pytest.approx(2e9, rel=1e-9)
+    assert (
+        how["bandwidth"].reason
+        == "the median rate of 180 requests found idle (a rate limit: the phases do not tell it)"
+    )
+    assert 200e6 < got.device.rate < 220e6 and got.device.burst > 0
+    assert how["rate"].how == how["burst"].how == "fitted"
+    assert how["rate"].reason.startswith("the bytes over the time of requests found idle from their phase's first wait")
+    assert how["burst"].reason.startswith("the phases' durations at that rate and bandwidth")
+    assert got.error["phase_median"] < 1e-3
+
+
+def test_a_rate_not_below_the_bandwidth_is_refused():
+    """With the bandwidth pinned at 150 MB/s, the requests' rate (215 MB/s) would limit nothing: rate and burst are
+    0, each row says why, and the slice (not asked) stays the given device's."""
+    got = calibrate(bucket_phases(), fix={"overhead": 0, "seek": 0, "bandwidth": 150e6}, cross_validate=False)
+    how = {p.name: p for p in got.parameters}
+    assert got.device.rate == got.device.burst == 0.0 and got.device.bandwidth == 150e6
+    for name in ("rate", "burst"):
+        assert how[name].how == "refused" and how[name].value == 0.0
+        assert re.fullmatch(
+            r"the fitted rate 21\d\.?\d* MB/s is not below the bandwidth 150 MB/s: no limit, refused", how[name].reason
+        )
+    assert how["slice"].how == "given"
+
+
+def test_a_limit_the_traces_busiest_second_beats_is_none():
+    """10 requests of 100 MB ending within a second: 1000 MB, more than 1.5 x the 250 MB a 200 MB/s limit with a 50 MB
+    burst lets through in a second; 2 of them (200 MB) are within it."""
+    limit = Evidence(40, True, "40 of 400 requests found idle waited")
+    end, size = np.linspace(0.0, 0.9, 10), np.full(10, 100e6)
+    beaten = beaten_limit(limit, end, size, 200e6, 50e6)
+    assert beaten == Evidence(
+        40,
+        False,
+        "40 of 400 requests found idle waited, but its busiest 1 s moved 1000 MB, more than 1.5 x the 250 MB such a "
+        "limit lets through: no rate limit",
+    )
+    assert beaten_limit(limit, end[:2], size[:2], 200e6, 50e6) is limit
