@@ -4,7 +4,10 @@ Each parameter is fitted only where the trace holds evidence for it (:mod:`._evi
 others keep a neutral value, the given device's, or a value the caller fixed. A closed-form
 start (a least-squares line ``duration = overhead + size / bandwidth (+ seek)`` over the
 requests that found the device idle) is refined by a bounded derivative-free search on the
-median relative error of phase durations, each evaluation one C call; the concurrency by a
+median relative error of phase durations, each evaluation one C call. Under a rate limit the
+phases last what the limit lets through, so they tell neither the bandwidth nor the rate from
+the burst: the bandwidth and the rate are what the requests show, the search is left the burst,
+and a rate not below the bandwidth is refused (it limits nothing). The concurrency is fitted by a
 coarse then fine search over integers. Cross-validation fits again on part of the jobs (or
 phases, for one job) and reports the error on the others.
 """
@@ -44,9 +47,11 @@ FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency", "rate", "burst
 
 DEFAULT_FIT = FIT_PARAMETERS[:-1]
 """What :func:`calibrate` fits unless told: all but the slice, fitted only when asked (``fit`` with ``"slice"``).
-On the real runs of blk-throttle that it was made for (tests/replay/test_real_runs.py) the slice brings the
-high-frequency jobs' predicted stretch from 7-13 % below the measured one to within 5 % (one run 7 %), but the
-low-frequency jobs of the noisiest run from 2-3 % to 6-7.5 % below: not yet a better default."""
+On the real runs of blk-throttle that it was made for (tests/replay/test_real_runs.py, two experiments) the slice
+brings the high-frequency jobs' predicted stretch within 7.4 % (jobs4r3) and 3.4 % (jobs4r5) of the measured one
+where the continuous bucket puts them 2-11 % above (jobs4r3) or 10-15 % below (jobs4r5), but one run's
+low-frequency jobs 6-7.5 % below (jobs4r3 run 2) and one 7.2 % above (jobs4r5 run 1) where the bucket has them
+within 3.7 % and 5.6 %: not yet a better default."""
 
 FOLDS = 5
 """Cross-validation folds (fewer when the trace has fewer jobs, or phases for one job)."""
