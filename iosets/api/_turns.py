@@ -10,10 +10,10 @@ class Turns:
     """Wakes the tasks that await :meth:`wait` one per iteration of the event loop, in arrival order.
 
     A group commit answers every post of its batch at once, and each post then builds and sends its answer
-    on the event loop: a recommendation whose request arrived meanwhile waited behind all of them (8 clients
-    posting back to back kept 8 such pieces queued, 13 ms at the median on a quiet 2-core machine). A post
-    awaits a turn before each piece of its work; the pieces then run one per iteration, and a request read
-    in between starts after one of them, not after all.
+    on the event loop: a recommendation whose request arrived meanwhile waited behind all of them (with 8
+    clients posting back to back, answers' p99 was 89-220 ms at 200 000 stored jobs on a loaded 2-core
+    machine; 11-35 ms with turns). A post awaits a turn before each piece of its work; the pieces then run
+    one per iteration, and a request read in between starts after one of them, not after all.
     """
 
     def __init__(self) -> None:

@@ -1,6 +1,7 @@
 """`Turns`: tasks that wait for a turn resume in arrival order, one per iteration of the event loop."""
 
 import asyncio
+import itertools
 
 from iosets.api._turns import Turns
 
@@ -31,7 +32,7 @@ async def _resumed(n: int, cancel: int | None = None) -> list[tuple[int, int]]:
 def test_waiters_resume_in_arrival_order_never_two_in_one_iteration():
     resumed = asyncio.run(_resumed(5))
     assert [k for k, _ in resumed] == [0, 1, 2, 3, 4]
-    assert all(later > earlier for (_, earlier), (_, later) in zip(resumed, resumed[1:]))
+    assert all(later > earlier for (_, earlier), (_, later) in itertools.pairwise(resumed))
 
 
 def test_a_cancelled_waiter_passes_its_turn_on():
