@@ -24,6 +24,7 @@ from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
 from ._service import Conflict, Service
 from ._settings import Settings
+from ._turns import Turns
 from ._uploads import JsonBodyLimit, TooLarge, remove_orphans
 
 SETTINGS_ENV = "IOSETS_SERVE_SETTINGS"
@@ -52,13 +53,14 @@ async def _client_left(request: Request, exc: Exception) -> Response:
     return Response(status_code=400)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -> FastAPI:
     """The service's FastAPI app on the store ``settings`` names (default: ``Settings()``).
 
-    The recommender is fitted, and kept fresh, from the app's start (lifespan) to its stop.
+    The recommender is fitted, and kept fresh, from the app's start (lifespan) to its stop. ``settle_heap``:
+    the process is the service alone, its long-lived state frozen after each refit (:class:`Service`).
     """
     settings = settings or Settings()
-    service = Service(settings)
+    service = Service(settings, settle_heap=settle_heap)
     readers = LogReaders(settings.log_workers)
     upload_dir = Path(settings.data_dir) / "uploads"
 
@@ -86,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.service = service
     app.state.log_readers = readers
+    app.state.post_turns = Turns()  # posts' work on the event loop, one post per iteration (answers between)
     app.state.job_ids = JobIdWindow(service.store, settings.job_id_window)
     app.state.upload_dir = upload_dir
     app.state.tokens = TokenCache(service.store)
@@ -104,4 +107,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def app_from_environment() -> FastAPI:
     """The app of the settings in ``$IOSETS_SERVE_SETTINGS`` (the uvicorn factory ``iosets serve`` runs)."""
-    return create_app(Settings.model_validate(json.loads(os.environ[SETTINGS_ENV])))
+    return create_app(Settings.model_validate(json.loads(os.environ[SETTINGS_ENV])), settle_heap=True)

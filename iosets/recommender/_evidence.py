@@ -123,14 +123,17 @@ class ThinReasons:
     """``get((app, user))`` / ``get((app, None))``: why a thin pair or app is thin, as ``thin_reasons`` says."""
 
     def __init__(self, evidence: Evidence):
-        self._evidence = evidence
+        # the evidence's tables (updated in place), not the evidence: with no reference cycle, an evidence the
+        # service replaces is freed by reference counting alone (the service freezes its heap, see settle_heap)
+        self._thin_apps, self._apps_held = evidence.thin_apps, evidence._apps_held
+        self._thin_pairs, self._pairs_held = evidence.thin_pairs, evidence._pairs_held
 
     def get(self, key: tuple[str, str | None]) -> str | None:
         app, user = key
         if user is None:
-            thin, found = app in self._evidence.thin_apps, self._evidence._apps_held.get(app)
+            thin, found = app in self._thin_apps, self._apps_held.get(app)
         else:
-            thin, found = key in self._evidence.thin_pairs, self._evidence._pairs_held.get((app, user))
+            thin, found = key in self._thin_pairs, self._pairs_held.get((app, user))
         if not thin or found is None or not found.reasons:
             return None
         counts = sorted(found.reasons.items(), key=lambda item: (-item[1], item[0]))
@@ -169,10 +172,10 @@ class Evidence:
         self.apps: dict[str, tuple[float, float]] = {}
         self.thin_pairs: set[tuple[str, str]] = set()
         self.thin_apps: set[str] = set()
-        self.reasons = ThinReasons(self)
         self.n_jobs = 0
         self._pairs_held: dict[tuple[str, str], _Key] = {}
         self._apps_held: dict[str, _Key] = {}
+        self.reasons = ThinReasons(self)
         self._users: dict[str, set[str]] = {}  # app -> its users with a usable job
         self._lock = threading.Lock()
 

@@ -31,6 +31,7 @@ def test_a_refit_worker_exits_once_its_service_is_killed():
     try:
         worker = int(service.stdout.readline())
         assert process_start(worker) is not None and os.getpriority(os.PRIO_PROCESS, worker) >= 10  # niced, running
+        assert os.sched_getscheduler(worker) == os.SCHED_IDLE  # runs only on CPU time nothing else wants
         service.send_signal(signal.SIGKILL)
         service.wait(WAIT)
         wait_for(f"the refit worker {worker} gone", lambda: process_start(worker) is None)

@@ -55,7 +55,7 @@ _JOB_BODY = {
 async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -> Any:
     """Store a finished job: a jobs-table row (JSON) or a Darshan log (multipart: file field ``log``, optional
     text fields ``job_id`` and ``nodes``, values a log cannot know, checked as a row's); idempotent."""
-    settings, readers = service.settings, request.app.state.log_readers
+    settings, readers, turns = service.settings, request.app.state.log_readers, request.app.state.post_turns
     if request.headers.get("content-type", "").startswith("multipart/form-data"):
         upload = await read_upload(request, settings.max_upload, request.app.state.upload_dir)
         try:  # the fields first: a bad one costs no analysis
@@ -66,9 +66,12 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
             upload.path.unlink(missing_ok=True)
         row = _validated(LoggedJob, logged | {"path": upload.name} | given, where=UPLOAD_FIELD)
     else:
-        row = _validated(JobIn, await read_body(request, settings.max_json, "max_json"), where="body")
+        body = await read_body(request, settings.max_json, "max_json")
+        await turns.wait()  # the row's checks, then (below) its answer: one post at a time between answers
+        row = _validated(JobIn, body, where="body")
     request.app.state.job_ids.check(row.job_id)
     stored, created = await asyncio.wrap_future(service.submit_job(row.model_dump()))  # answered once committed
+    await turns.wait()
     return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
 
 
