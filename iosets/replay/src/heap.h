@@ -20,8 +20,8 @@
         int64_t capacity;                                                                      \
     } name;                                                                                    \
                                                                                                \
-    /* Bitwise, not short-circuit: a heap's comparisons go either way at random, and the     \
-     * replays' run loops spent more on mispredicted branches here than on the work. */       \
+    /* Bitwise, not short-circuit: a heap's comparisons go either way at random, and each   \
+     * branch on them is a likely misprediction (the request engine's heaps, callgrind). */  \
     static inline int name##_less(const name##_item *a, const name##_item *b)                  \
     {                                                                                          \
         return KEY_LESS(a->key, b->key) | (KEY_EQUAL(a->key, b->key) & (a->id < b->id));       \
@@ -70,9 +70,9 @@
     }                                                                                          \
                                                                                                \
     /* The hole left at the root goes down to a leaf along the smaller children, then the   \
-     * last item rises from there (it belongs near the bottom): one comparison per level    \
-     * instead of two, and no early exit to mispredict. The min of a strict order pops    \
-     * whatever the heap's shape, so the pops are the same as sifting the last item down. */ \
+     * last item rises from there (it belongs near the bottom): one comparison per level on  \
+     * the way down instead of two, and no early exit to mispredict. Under a strict order   \
+     * the least item pops whatever the heap's shape: the pops are those of a sift-down. */  \
     static inline name##_item name##_pop(name *h)                                              \
     {                                                                                          \
         name##_item top = h->items[0];                                                         \

@@ -9,9 +9,10 @@ typedef struct {
     int64_t req;
 } pending;
 
-/* The children of each parent as linked lists in item order: the first child of parent p is
- * head[p], the one after child i is next[i] (-1 ends a list). Built in one backward pass over
- * the items, with no count or prefix pass: the closed loop's setup walks each array once. */
+/* What each completion or phase end releases, as linked lists in index order (-1 ends one):
+ * the requests gated by g are gated[g], then sibling[] from there; the roots of phase p are
+ * roots[p], then sibling[]; the phases after p are successor[p], then next_successor[].
+ * Built in one backward pass (link_children), with no count, prefix or shift pass. */
 struct release_queue {
     const re_requests *rq;
     const re_chains *ch;
