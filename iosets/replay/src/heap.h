@@ -20,11 +20,9 @@
         int64_t capacity;                                                                      \
     } name;                                                                                    \
                                                                                                \
-    /* Bitwise, not short-circuit: a heap's comparisons go either way at random, and each   \
-     * branch on them is a likely misprediction (the request engine's heaps, callgrind). */  \
     static inline int name##_less(const name##_item *a, const name##_item *b)                  \
     {                                                                                          \
-        return KEY_LESS(a->key, b->key) | (KEY_EQUAL(a->key, b->key) & (a->id < b->id));       \
+        return KEY_LESS(a->key, b->key) || (KEY_EQUAL(a->key, b->key) && a->id < b->id);       \
     }                                                                                          \
                                                                                                \
     static inline int name##_init(name *h, int64_t capacity)                                   \
@@ -69,27 +67,21 @@
         h->items[i] = item;                                                                    \
     }                                                                                          \
                                                                                                \
-    /* The hole left at the root goes down to a leaf along the smaller children, then the   \
-     * last item rises from there (it belongs near the bottom): one comparison per level on  \
-     * the way down instead of two, and no early exit to mispredict. Under a strict order   \
-     * the least item pops whatever the heap's shape: the pops are those of a sift-down. */  \
     static inline name##_item name##_pop(name *h)                                              \
     {                                                                                          \
         name##_item top = h->items[0];                                                         \
         name##_item last = h->items[--h->size];                                                \
         int64_t i = 0, n = h->size;                                                            \
-        for (int64_t child = 1; child < n; child = 2 * i + 1) {                                \
-            if (child + 1 < n)                                                                 \
-                child += name##_less(&h->items[child + 1], &h->items[child]);                  \
+        for (;;) {                                                                             \
+            int64_t child = 2 * i + 1;                                                         \
+            if (child >= n)                                                                    \
+                break;                                                                         \
+            if (child + 1 < n && name##_less(&h->items[child + 1], &h->items[child]))          \
+                child++;                                                                       \
+            if (!name##_less(&h->items[child], &last))                                         \
+                break;                                                                         \
             h->items[i] = h->items[child];                                                     \
             i = child;                                                                         \
-        }                                                                                      \
-        while (i > 0) {                                                                        \
-            int64_t parent = (i - 1) / 2;                                                      \
-            if (!name##_less(&last, &h->items[parent]))                                        \
-                break;                                                                         \
-            h->items[i] = h->items[parent];                                                    \
-            i = parent;                                                                        \
         }                                                                                      \
         if (n > 0)                                                                             \
             h->items[i] = last;                                                                \

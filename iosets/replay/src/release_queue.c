@@ -52,27 +52,9 @@ static void link_children(release_queue *q)
         }
 }
 
-/* A released request's fields are read when its release comes, often many completions later
- * and far from the last requests touched: fetching their cache lines now hides that latency. */
-static void prefetch_request(const release_queue *q, int64_t req)
-{
-    const re_requests *rq = q->rq;
-    __builtin_prefetch(&rq->size[req]);
-    __builtin_prefetch(&rq->offset[req]);
-    __builtin_prefetch(&rq->stream[req]);
-    __builtin_prefetch(&rq->server[req]);
-    __builtin_prefetch(&rq->cls[req]);
-    __builtin_prefetch(&rq->phase[req]);
-    __builtin_prefetch(&q->gated[req]);
-    if (q->part_link != NULL)
-        __builtin_prefetch(&q->part_link[req]);
-}
-
-/* Bitwise and bottom-up as heap.h's heaps are, for the same reason: these comparisons go
- * either way at random. */
 static int less(const pending *a, const pending *b)
 {
-    return (a->date < b->date) | ((a->date == b->date) & (a->req < b->req));
+    return a->date < b->date || (a->date == b->date && a->req < b->req);
 }
 
 static int push(release_queue *q, double date, int64_t req)
@@ -86,7 +68,6 @@ static int push(release_queue *q, double date, int64_t req)
         q->capacity = grown;
     }
     q->release[req] = date;
-    prefetch_request(q, req);
     pending item = {date, req};
     int64_t i = q->size++;
     while (i > 0 && less(&item, &q->heap[(i - 1) / 2])) {
@@ -97,24 +78,24 @@ static int push(release_queue *q, double date, int64_t req)
     return 1;
 }
 
-/* Removes the earliest pending release and returns its request: the hole goes down to a leaf
- * along the earlier children, then the last item rises from there. */
+/* Removes the earliest pending release and returns its request. */
 static int64_t pop(release_queue *q)
 {
     int64_t top = q->heap[0].req;
     pending last = q->heap[--q->size];
-    int64_t i = 0, n = q->size;
-    for (int64_t child = 1; child < n; child = 2 * i + 1) {
-        if (child + 1 < n)
-            child += less(&q->heap[child + 1], &q->heap[child]);
+    int64_t i = 0;
+    for (;;) {
+        int64_t child = 2 * i + 1;
+        if (child >= q->size)
+            break;
+        if (child + 1 < q->size && less(&q->heap[child + 1], &q->heap[child]))
+            child++;
+        if (!less(&q->heap[child], &last))
+            break;
         q->heap[i] = q->heap[child];
         i = child;
     }
-    while (i > 0 && less(&last, &q->heap[(i - 1) / 2])) {
-        q->heap[i] = q->heap[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    if (n > 0)
+    if (q->size > 0)
         q->heap[i] = last;
     return top;
 }
