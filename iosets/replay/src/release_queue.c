@@ -4,24 +4,24 @@
 #include <math.h>
 #include <stdlib.h>
 
-/* Children lists in compressed rows: the children of parent p are item[ptr[p] .. ptr[p + 1]). */
-typedef struct {
-    int64_t *ptr;
-    int64_t *item;
-} csr;
-
 typedef struct {
     double date;
     int64_t req;
 } pending;
 
+/* What each completion or phase end releases, as linked lists in index order (-1 ends one):
+ * the requests gated by g are gated[g], then sibling[] from there; the roots of phase p are
+ * roots[p], then sibling[]; the phases after p are successor[p], then next_successor[].
+ * Built in one backward pass (link_children), with no count, prefix or shift pass. */
 struct release_queue {
     const re_requests *rq;
     const re_chains *ch;
     double *release, *phase_start, *phase_end;
-    csr gated;       /* requests by gate */
-    csr roots;       /* requests released by their phase's opening, by phase */
-    csr successors;  /* phases by prev */
+    int64_t *gated;      /* [n] the first request each request gates, or -1 */
+    int64_t *roots;      /* [n_phases] the first request each phase's opening releases, or -1 */
+    int64_t *sibling;    /* [n] the next request of the same gate, or of the same phase's roots */
+    int32_t *successor;  /* [n_phases] the first phase whose prev is each phase, or -1 */
+    int32_t *next_successor; /* [n_phases] the next phase of the same prev */
     int64_t *left;   /* [n_phases] requests not yet completed */
     int64_t *part_link;  /* [n] with parts: a later part's first part; at a first part, -(its parts not completed) */
     double *link_free;   /* [n_jobs] with client rates: when each job's client link is free */
@@ -30,49 +30,26 @@ struct release_queue {
     int64_t size, capacity;
 };
 
-/* The parent of item i, or -1. */
-typedef int64_t (*parent_fn)(const release_queue *q, int64_t i);
-
-static int64_t gate_of(const release_queue *q, int64_t i)
+/* Builds the lists: for each request, its gate's list (gate >= 0) or its phase's roots;
+ * for each phase, its prev's successors. */
+static void link_children(release_queue *q)
 {
-    return q->ch->gate[i];
-}
-
-static int64_t root_phase_of(const release_queue *q, int64_t i)
-{
-    return q->ch->gate[i] < 0 ? q->rq->phase[i] : -1;
-}
-
-static int64_t prev_of(const release_queue *q, int64_t i)
-{
-    return q->ch->prev[i];
-}
-
-/* Builds the children lists of n_parents parents over n_items items, in item order. */
-static int csr_build(csr *c, const release_queue *q, int64_t n_parents, int64_t n_items, parent_fn parent)
-{
-    c->ptr = calloc((size_t)n_parents + 1, sizeof(int64_t));
-    if (c->ptr == NULL)
-        return 0;
-    for (int64_t i = 0; i < n_items; i++) {
-        int64_t p = parent(q, i);
-        if (p >= 0)
-            c->ptr[p + 1]++;
+    const re_requests *rq = q->rq;
+    const re_chains *ch = q->ch;
+    for (int64_t i = 0; i < rq->n; i++)
+        q->gated[i] = -1;
+    for (int32_t p = 0; p < rq->n_phases; p++)
+        q->roots[p] = q->successor[p] = -1;
+    for (int64_t i = rq->n - 1; i >= 0; i--) {
+        int64_t *head = ch->gate[i] >= 0 ? &q->gated[ch->gate[i]] : &q->roots[rq->phase[i]];
+        q->sibling[i] = *head;
+        *head = i;
     }
-    for (int64_t p = 0; p < n_parents; p++)
-        c->ptr[p + 1] += c->ptr[p];
-    c->item = malloc(at_least_one(c->ptr[n_parents]) * sizeof(int64_t));
-    if (c->item == NULL)
-        return 0;
-    for (int64_t i = 0; i < n_items; i++) { /* ptr[p] runs over p's rows, ending at the start of p + 1's */
-        int64_t p = parent(q, i);
-        if (p >= 0)
-            c->item[c->ptr[p]++] = i;
-    }
-    for (int64_t p = n_parents; p > 0; p--)
-        c->ptr[p] = c->ptr[p - 1];
-    c->ptr[0] = 0;
-    return 1;
+    for (int32_t p = rq->n_phases - 1; p >= 0; p--)
+        if (ch->prev[p] >= 0) {
+            q->next_successor[p] = q->successor[ch->prev[p]];
+            q->successor[ch->prev[p]] = p;
+        }
 }
 
 static int less(const pending *a, const pending *b)
@@ -153,11 +130,9 @@ int64_t rl_take(release_queue *q, double now)
 static int open_phase(release_queue *q, int64_t phase, double date)
 {
     q->phase_start[phase] = date;
-    for (int64_t k = q->roots.ptr[phase]; k < q->roots.ptr[phase + 1]; k++) {
-        int64_t req = q->roots.item[k];
+    for (int64_t req = q->roots[phase]; req >= 0; req = q->sibling[req])
         if (!push(q, date + q->ch->think[req], req))
             return 0;
-    }
     return 1;
 }
 
@@ -169,20 +144,16 @@ int rl_complete(release_queue *q, int64_t req, double now)
         q->part_link[first]++;
     }
     int released = q->part_link == NULL || q->part_link[first] == 0;
-    for (int64_t k = released ? q->gated.ptr[first] : 0; released && k < q->gated.ptr[first + 1]; k++) {
-        int64_t next = q->gated.item[k];
+    for (int64_t next = released ? q->gated[first] : -1; next >= 0; next = q->sibling[next])
         if (!push(q, now + q->ch->think[next], next))
             return 0;
-    }
     int32_t phase = q->rq->phase[req];
     if (--q->left[phase] > 0)
         return 1;
     q->phase_end[phase] = now;
-    for (int64_t k = q->successors.ptr[phase]; k < q->successors.ptr[phase + 1]; k++) {
-        int64_t next = q->successors.item[k];
+    for (int32_t next = q->successor[phase]; next >= 0; next = q->next_successor[next])
         if (!open_phase(q, next, now + q->ch->gap[next]))
             return 0;
-    }
     return 1;
 }
 
@@ -227,12 +198,11 @@ static int validate_chains(const re_requests *rq, const re_chains *ch, int64_t *
 
 void rl_free(release_queue *q)
 {
-    free(q->gated.ptr);
-    free(q->gated.item);
-    free(q->roots.ptr);
-    free(q->roots.item);
-    free(q->successors.ptr);
-    free(q->successors.item);
+    free(q->gated);
+    free(q->roots);
+    free(q->sibling);
+    free(q->successor);
+    free(q->next_successor);
     free(q->left);
     free(q->part_link);
     free(q->link_free);
@@ -252,7 +222,13 @@ release_queue *rl_new(const re_requests *rq, const re_chains *ch, double *releas
                          .phase_end = phase_end, .capacity = 64};
     q->left = calloc(at_least_one(rq->n_phases), sizeof(int64_t));
     q->heap = malloc((size_t)q->capacity * sizeof(pending));
-    if (q->left == NULL || q->heap == NULL)
+    q->gated = malloc(at_least_one(rq->n) * sizeof(int64_t));
+    q->sibling = malloc(at_least_one(rq->n) * sizeof(int64_t));
+    q->roots = malloc(at_least_one(rq->n_phases) * sizeof(int64_t));
+    q->successor = malloc(at_least_one(rq->n_phases) * sizeof(int32_t));
+    q->next_successor = malloc(at_least_one(rq->n_phases) * sizeof(int32_t));
+    if (q->left == NULL || q->heap == NULL || q->gated == NULL || q->sibling == NULL || q->roots == NULL ||
+        q->successor == NULL || q->next_successor == NULL)
         goto fail;
     *rc = validate_chains(rq, ch, q->left, bad);
     if (*rc != RE_OK)
@@ -276,9 +252,7 @@ release_queue *rl_new(const re_requests *rq, const re_chains *ch, double *releas
         for (int32_t j = 0; j < ch->n_jobs; j++)
             q->link_free[j] = -INFINITY;
     }
-    if (!csr_build(&q->gated, q, rq->n, rq->n, gate_of) || !csr_build(&q->roots, q, rq->n_phases, rq->n, root_phase_of) ||
-        !csr_build(&q->successors, q, rq->n_phases, rq->n_phases, prev_of))
-        goto fail;
+    link_children(q);
     for (int64_t i = 0; i < rq->n; i++)
         release[i] = NAN;
     for (int64_t p = 0; p < rq->n_phases; p++)
