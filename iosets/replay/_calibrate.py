@@ -45,13 +45,12 @@ from ._trace import RequestArrays
 FIT_PARAMETERS = ("bandwidth", "overhead", "seek", "concurrency", "rate", "burst", "slice")
 """The device parameters :func:`calibrate` can fit; the others are site settings (or ``fix``)."""
 
-DEFAULT_FIT = FIT_PARAMETERS[:-1]
-"""What :func:`calibrate` fits unless told: all but the slice, fitted only when asked (``fit`` with ``"slice"``).
-On the real runs of blk-throttle that it was made for (tests/replay/test_real_runs.py, two experiments) the slice
-brings the high-frequency jobs' predicted stretch within 7.4 % (jobs4r3) and 3.4 % (jobs4r5) of the measured one
-where the continuous bucket puts them 2-11 % above (jobs4r3) or 10-15 % below (jobs4r5), but one run's
-low-frequency jobs 6-7.5 % below (jobs4r3 run 2) and one 7.2 % above (jobs4r5 run 1) where the bucket has them
-within 3.7 % and 5.6 %: not yet a better default."""
+DEFAULT_FIT = FIT_PARAMETERS
+"""What :func:`calibrate` fits unless told: every parameter, each only where the trace holds its evidence. On the
+real runs of blk-throttle (tests/replay/test_real_runs.py, two experiments) the slice, found on both, puts every
+judged job's predicted stretch within 7.5 % of the measured one, where a continuous bucket (fit without
+``"slice"``) is off by up to 11 % (jobs4r3) and 15 % (jobs4r5): the burst the phases set decides how long a 20 MB
+phase waits, and no bucket is the kernel's 20 MB per 100 ms slice."""
 
 FOLDS = 5
 """Cross-validation folds (fewer when the trace has fewer jobs, or phases for one job)."""

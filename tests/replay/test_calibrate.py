@@ -173,7 +173,7 @@ def test_a_multi_target_device_is_recovered(concurrency):
         "concurrency": "fitted",
         "rate": "not fitted",
         "burst": "not fitted",
-        "slice": "given",
+        "slice": "not fitted",
     }
 
 

@@ -237,10 +237,15 @@ def test_a_continuous_rate_limit_fits_no_slice():
     )
 
 
-def test_the_slice_is_fitted_only_when_asked():
-    """By default the rate limit is the continuous bucket's: the slice is the given device's (0)."""
+def test_the_slice_is_fitted_by_default_and_left_to_the_given_device_when_not_asked():
+    """The default fit finds the 50 ms slice; a fit without ``"slice"`` keeps the given device's (0) and fits the
+    continuous bucket's burst instead."""
     truth = Device(bandwidth=2e9, overhead=0.0, seek=0.0, rate=200e6, slice=0.05)
-    got = calibrate(throttled_phases(truth), fix={"overhead": 0, "seek": 0}, cross_validate=False)
+    found = calibrate(throttled_phases(truth), fix={"overhead": 0, "seek": 0}, cross_validate=False)
+    assert found.device.slice == pytest.approx(0.05, rel=1e-3) and found.device.burst == 0.0
+    assert next(p for p in found.parameters if p.name == "slice").how == "fitted"
+    bucket = tuple(name for name in FIT_PARAMETERS if name != "slice")
+    got = calibrate(throttled_phases(truth), fit=bucket, fix={"overhead": 0, "seek": 0}, cross_validate=False)
     assert got.device.slice == 0.0 and got.device.burst > 0
     assert next(p for p in got.parameters if p.name == "slice").how == "given"
 
@@ -275,8 +280,8 @@ def test_under_a_rate_limit_the_bandwidth_is_the_requests_found_idle_and_the_pha
 
 
 def test_a_rate_not_below_the_bandwidth_is_refused():
-    """With the bandwidth pinned at 150 MB/s, the requests' rate (215 MB/s) would limit nothing: rate and burst are
-    0, each row says why, and the slice (not asked) stays the given device's."""
+    """With the bandwidth pinned at 150 MB/s, the requests' rate (215 MB/s) would limit nothing: rate, burst and
+    slice are 0, and the rate's and burst's rows say why."""
     got = calibrate(bucket_phases(), fix={"overhead": 0, "seek": 0, "bandwidth": 150e6}, cross_validate=False)
     how = {p.name: p for p in got.parameters}
     assert got.device.rate == got.device.burst == 0.0 and got.device.bandwidth == 150e6
@@ -285,7 +290,7 @@ def test_a_rate_not_below_the_bandwidth_is_refused():
         assert re.fullmatch(
             r"the fitted rate 21\d\.?\d* MB/s is not below the bandwidth 150 MB/s: no limit, refused", how[name].reason
         )
-    assert how["slice"].how == "given"
+    assert how["slice"].how == "refused" and got.device.slice == 0.0
 
 
 def test_a_limit_the_traces_busiest_second_beats_is_none():

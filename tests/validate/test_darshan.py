@@ -207,12 +207,13 @@ def test_the_measured_stretch_of_a_fixture_job_is_its_runtime_over_compute_plus_
 
 def test_the_calibration_run_gives_back_its_throttle_as_a_rate_limit():
     """One job alone under a 200 MB/s blk-throttle: its requests go at the disk's raw speed until the slice's bytes
-    are spent, then wait (a rate limit with bursts: fitted, at the throttle's rate); its only jumps are phase
-    starts (no seek fitted)."""
+    are spent, then wait for the next 100 ms slice (a rate limit granted per slice: fitted, at the throttle's rate
+    and slice); its only jumps are phase starts (no seek fitted)."""
     calibration = calibrate_on(JOBS4 / "calibration")
     how = {p.name: p for p in calibration.parameters}
-    assert how["rate"].how == how["burst"].how == "fitted" and "a rate limit with bursts" in how["rate"].reason
+    assert how["rate"].how == how["slice"].how == "fitted" and how["burst"].how == "not fitted"
     assert calibration.device.rate == pytest.approx(200e6, rel=0.01)
+    assert calibration.device.slice == pytest.approx(0.1, rel=1e-3)
     assert calibration.device.bandwidth > 5 * calibration.device.rate  # the bursts go at the disk's own speed
     assert how["seek"].how == "not fitted" and calibration.device.seek == 0.0
 
