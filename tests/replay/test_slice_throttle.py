@@ -15,45 +15,14 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
+from site_rows import MB, dates, exactly, site, stream, three_jobs
 
 from iosets.errors import InputError
 from iosets.replay import FIT_PARAMETERS, SCHEDULERS, Device, _engine, calibrate, replay_requests, replay_trace
 from iosets.replay._evidence import Evidence, beaten_limit
 
-MB = 1_000_000
 FAST = dict(bandwidth=1e9, overhead=0.0, seek=0.0)  # 1 MB takes 1 ms on a target
 SLICED = Device(**FAST, rate=100e6, slice=0.02)  # 2 MB per 20 ms
-
-
-def site(rows):
-    """rows: (job_id, rank, start, end, size, phase, offset, file); one write each."""
-    return pl.DataFrame(
-        {
-            "job_id": [r[0] for r in rows],
-            "rank": [r[1] for r in rows],
-            "op": "write",
-            "offset": pl.Series([r[6] for r in rows], dtype=pl.Int64),
-            "size": [r[4] for r in rows],
-            "start": [float(r[2]) for r in rows],
-            "end": [float(r[3]) for r in rows],
-            "file": pl.Series([r[7] for r in rows], dtype=pl.String),
-            "phase": pl.Series([r[5] for r in rows], dtype=pl.Int64),
-            "synthetic": False,
-        }
-    )
-
-
-def stream(job, n, *, phase=0, at=0.0, first=0, file="f"):
-    """n 1 MB writes one after the other (each starts when the previous ended), from date ``at``."""
-    return [(job, 0, at + k * 1e-3, at + (k + 1) * 1e-3, MB, phase, (first + k) * MB, file) for k in range(n)]
-
-
-def dates(result, column):
-    return result.requests.sort("row")[column].to_list()
-
-
-def exactly(values):
-    return pytest.approx(values, rel=1e-12, abs=1e-15)
 
 
 def test_a_stream_over_its_slices_budget_waits_for_the_boundary():
@@ -112,18 +81,6 @@ def test_the_open_loop_has_the_same_slices():
     ops = site(stream("a", 4)).with_columns(pl.lit(0.0).alias("start")).drop("phase", "synthetic")
     result = replay_requests(ops, "fcfs", device=SLICED)
     assert result.complete.tolist() == exactly([0.001, 0.002, 0.031, 0.032])
-
-
-def three_jobs():
-    rows = []
-    for j, (job, base) in enumerate([("a", 0.0), ("b", 0.5), ("c", 1.0)]):
-        for phase, t in enumerate([base, base + 10]):
-            for rank in (0, 1):
-                rows += [
-                    (job, rank, t + 0.1 * k, t + 0.1 * k + 0.3, (j + 1) * 100_000, phase, (4 * phase + k) * MB, job)
-                    for k in range(4)
-                ]
-    return site(sorted(rows, key=lambda r: r[2]))
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

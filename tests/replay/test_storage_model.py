@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
-from site_rows import site
+from site_rows import MB, dates, site, three_jobs
 
 from iosets.errors import InputError, ReplayError
 from iosets.replay import (
@@ -26,7 +26,6 @@ from iosets.replay import (
 )
 from iosets.replay._striping import split_requests, stream_layouts
 
-MB = 1_000_000
 FAST = dict(bandwidth=1e6, overhead=0.0, seek=0.0)  # 1 MB takes 1 s on a target
 
 
@@ -40,10 +39,6 @@ def layout(*rows):
 
 def of(result, job_id):
     return result.jobs.filter(pl.col("job_id") == job_id).row(0, named=True)
-
-
-def dates(result, column):
-    return result.requests.sort("row")[column].to_list()
 
 
 # ---------------------------------------------------------------- striping arithmetic
@@ -347,19 +342,6 @@ def test_jobs_have_their_own_links():
 
 
 # ---------------------------------------------------------------- one target reproduces the old model
-
-
-def three_jobs():
-    rows = []
-    for j, (job, base) in enumerate([("a", 0.0), ("b", 0.5), ("c", 1.0)]):
-        for phase, t in enumerate([base, base + 10]):
-            for rank in (0, 1):
-                rows += [
-                    (job, rank, t + 0.1 * k, t + 0.1 * k + 0.3, (j + 1) * 100_000, phase, (4 * phase + k) * MB, job)
-                    for k in range(4)
-                ]
-        rows.append((job, -1, base + 6, base + 7, 50_000, None, None, None))
-    return site(sorted(rows, key=lambda r: r[2]))
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)

@@ -12,27 +12,13 @@ from types import SimpleNamespace
 import numpy as np
 import polars as pl
 import pytest
-from site_rows import site
+from site_rows import MB, dates, exactly, site, stream, three_jobs
 
 from iosets.errors import InputError
 from iosets.replay import SCHEDULERS, Device, _engine, replay_requests, replay_trace
 
-MB = 1_000_000
 FAST = dict(bandwidth=1e9, overhead=0.0, seek=0.0)  # 1 MB takes 1 ms on a target
 THROTTLED = Device(**FAST, rate=100e6, burst=2 * MB)
-
-
-def stream(job, n, *, phase=0, at=0.0, first=0, file="f"):
-    """n 1 MB writes one after the other (each starts when the previous ended), from date ``at``."""
-    return [(job, 0, at + k * 1e-3, at + (k + 1) * 1e-3, MB, phase, (first + k) * MB, file) for k in range(n)]
-
-
-def dates(result, column):
-    return result.requests.sort("row")[column].to_list()
-
-
-def exactly(values):
-    return pytest.approx(values, rel=1e-12, abs=1e-15)
 
 
 def test_a_stream_goes_at_full_speed_for_its_burst_then_at_the_rate():
@@ -106,18 +92,6 @@ def test_the_open_loop_has_the_same_buckets():
     ops = site(stream("a", 4)).with_columns(pl.lit(0.0).alias("start")).drop("phase", "synthetic")
     result = replay_requests(ops, "fcfs", device=THROTTLED)
     assert result.complete.tolist() == exactly([0.001, 0.002, 0.011, 0.021])
-
-
-def three_jobs():
-    rows = []
-    for j, (job, base) in enumerate([("a", 0.0), ("b", 0.5), ("c", 1.0)]):
-        for phase, t in enumerate([base, base + 10]):
-            for rank in (0, 1):
-                rows += [
-                    (job, rank, t + 0.1 * k, t + 0.1 * k + 0.3, (j + 1) * 100_000, phase, (4 * phase + k) * MB, job)
-                    for k in range(4)
-                ]
-    return site(sorted(rows, key=lambda r: r[2]))
 
 
 @pytest.mark.parametrize("scheduler", SCHEDULERS)
