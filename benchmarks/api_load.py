@@ -5,11 +5,12 @@ port, with an admin token from ``iosets token create``. This process is the load
 (asyncio), with a third process for the posts of step 1:
 
 1. ``POST /v1/jobs``, JSON rows: fills the store with ``n_jobs`` generated jobs
-   (``make_job_history``), 8 clients back to back in a posting process of their own; jobs/s.
-   Not in this process: their httpx client costs ~1.4 ms of CPU per request (below), so at ~300
-   posts/s it would keep this process's event loop ~40 % busy, and the GETs that run meanwhile
-   (``--stored``) would wait behind it, in step with the posts: the latencies would be the
-   generator's own delays, not the service's.
+   (``make_job_history``), 8 clients back to back in a posting process of their own; jobs/s, and the
+   posting clients' own CPU per post. Not in this process, and not through httpx: an httpx client
+   costs ~1.4 ms of CPU per request (below), so at ~300 posts/s it would keep an event loop ~40 %
+   busy, and the GETs that run meanwhile (``--stored``) would wait behind it, in step with the posts
+   (the latencies would be the generator's own delays, not the service's), and it would take that
+   much of the two cores the service is measured on, where a site's epilogs post from other machines.
 2. ``GET /v1/recommendation``, open loop: requests are scheduled at a fixed rate (200, then 1000
    req/s) for ``seconds`` each, whether or not earlier answers came back, at most 64 in flight;
    each latency runs from the request's *scheduled* time, so a stalled server is charged for the
@@ -37,6 +38,7 @@ import argparse
 import asyncio
 import contextlib
 import importlib.util
+import json
 import multiprocessing
 import os
 import shutil
@@ -211,8 +213,9 @@ class Poster:
     def done(self) -> bool:
         return self.answer.poll()
 
-    def rate(self) -> float:
-        """The posts' jobs/s, once they all ended; RuntimeError with the posting process's error."""
+    def rate(self) -> tuple[float, float]:
+        """The posts' jobs/s and the posting process's CPU per post (s), once they all ended; RuntimeError with the
+        posting process's error."""
         outcome = self.answer.recv()
         self.process.join()
         if isinstance(outcome, str):
@@ -226,24 +229,38 @@ class Poster:
 
 
 def post_in_process(url: str, token: str, rows: list[dict], begun, answer) -> None:
-    """The posting process of :class:`Poster`: sends back the jobs/s, or the error as a string."""
+    """The posting process of :class:`Poster`: sends back ``post_rows``'s outcome, or the error as a string."""
     try:
         answer.send(asyncio.run(post_rows(url, token, rows, begun)))
     except Exception as exc:  # noqa: BLE001 - the generator's process reports it
         answer.send(f"{type(exc).__name__}: {exc}")
 
 
-async def post_rows(url: str, token: str, rows: list[dict], begun) -> float:
-    """POST each row to ``/v1/jobs`` with JSON_CLIENTS clients back to back; sets ``begun`` first; jobs/s."""
-    limits = httpx.Limits(max_connections=JSON_CLIENTS, max_keepalive_connections=JSON_CLIENTS)
-    headers = {"Authorization": f"Bearer {token}"}
-    async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30) as client:
+async def post_rows(url: str, token: str, rows: list[dict], begun) -> tuple[float, float]:
+    """POST each row to ``/v1/jobs`` with JSON_CLIENTS clients back to back; sets ``begun`` first.
 
-        async def post_row(k: int) -> None:
-            (await client.post("/v1/jobs", json=rows[k])).raise_for_status()
+    Returns the jobs/s and this process's CPU per post (s): the rows are encoded before, and the clients are
+    the minimal ones of :class:`Connections` (an httpx client costs ~1.4 ms of CPU per post, which the service
+    would not get on the 2 cores they share; a site's epilogs run on other machines).
+    """
+    bodies = [json.dumps(row).encode() for row in rows]
+    address = urllib.parse.urlsplit(url)
+    assert address.hostname is not None and address.port is not None
+    connections = Connections(address.hostname, address.port, token, size=JSON_CLIENTS)
+    await connections.open()
 
+    async def post_row(k: int) -> None:
+        status = await connections.request("POST", "/v1/jobs", bodies[k])
+        if status not in (200, 201):
+            raise RuntimeError(f"POST /v1/jobs answered {status} for row {k}")
+
+    try:
         begun.set()
-        return await closed_loop(post_row, len(rows), JSON_CLIENTS)
+        cpu = time.process_time()
+        rate = await closed_loop(post_row, len(rows), JSON_CLIENTS)
+        return rate, (time.process_time() - cpu) / len(rows)
+    finally:
+        await connections.close()
 
 
 async def closed_loop(send, n: int, clients: int) -> float:
@@ -260,15 +277,19 @@ async def closed_loop(send, n: int, clients: int) -> float:
 
 
 class Connections:
-    """IN_FLIGHT keep-alive HTTP/1.1 connections to ``host:port``; ``get`` waits for a free one (the in-flight cap)."""
+    """``size`` keep-alive HTTP/1.1 connections to ``host:port``; a request waits for a free one (the in-flight cap).
 
-    def __init__(self, host: str, port: int, token: str) -> None:
-        self.host, self.port = host, port
-        self.head = f"Host: {host}:{port}\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+    A minimal client (the request written in one piece, the answer read by its Content-Length): httpx costs
+    about 1.4 ms of CPU per request here, which would take the cores the service is measured on.
+    """
+
+    def __init__(self, host: str, port: int, token: str, size: int = IN_FLIGHT) -> None:
+        self.host, self.port, self.size = host, port, size
+        self.head = f"Host: {host}:{port}\r\nAuthorization: Bearer {token}\r\n".encode()
         self.free: asyncio.Queue = asyncio.Queue()
 
     async def open(self) -> None:
-        for _ in range(IN_FLIGHT):
+        for _ in range(self.size):
             self.free.put_nowait(await asyncio.open_connection(self.host, self.port))
 
     async def close(self) -> None:
@@ -279,10 +300,17 @@ class Connections:
 
     async def get(self, target: str) -> int:
         """GET ``target`` (path and query string), read the whole answer; its status code."""
+        return await self.request("GET", target)
+
+    async def request(self, method: str, target: str, body: bytes = b"") -> int:
+        """``method target`` with ``body`` (JSON when not empty), read the whole answer; its status code."""
         reader, writer = await self.free.get()
-        writer.write(b"GET " + target.encode() + b" HTTP/1.1\r\n" + self.head)
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
+        head = f"{method} {target} HTTP/1.1\r\n".encode() + self.head
+        if body:
+            head += b"Content-Type: application/json\r\nContent-Length: %d\r\n" % len(body)
+        writer.write(head + b"\r\n" + body)
+        answer = await reader.readuntil(b"\r\n\r\n")
+        lines = answer.decode("latin-1").split("\r\n")
         length = next(int(line.split(":")[1]) for line in lines if line.lower().startswith("content-length:"))
         await reader.readexactly(length)
         self.free.put_nowait((reader, writer))
@@ -378,7 +406,7 @@ async def measure(
         poster.start()
         cpu_before = cpu_seconds(pid)
         during = await measure_during(url, token, queries, seconds, poster) if stored else None
-        json_rate = await asyncio.to_thread(poster.rate)
+        json_rate, poster_cpu = await asyncio.to_thread(poster.rate)
         cpu_per_post = (cpu_seconds(pid) - cpu_before) / n_jobs
     finally:
         poster.stop()
@@ -405,7 +433,7 @@ async def measure(
     print(f"stored before the run (bulk inserted): {stored} jobs")
     print(
         f"POST /v1/jobs, JSON rows ({JSON_CLIENTS} clients, a process of their own): {n_jobs} jobs, "
-        f"{json_rate:8.1f} jobs/s"
+        f"{json_rate:8.1f} jobs/s (the posting clients' own CPU: {poster_cpu * 1e3:.2f} ms per post)"
     )
     print(
         f"  service CPU per posted job: {cpu_per_post * 1e3:.2f} ms (its process, the GETs run meanwhile included;"

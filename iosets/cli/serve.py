@@ -130,7 +130,8 @@ def serve(
         host=settings.host,
         port=settings.port,
         workers=settings.workers,
-        http="iosets.api._transport:GuardedH11Protocol",  # header and body deadlines: slow clients are cut
+        http="iosets.api._transport:GuardedHttpToolsProtocol",  # header and body deadlines: slow clients are cut
+        loop="uvloop",
         log_config=_log_config(),
         log_level="warning",
         access_log=False,  # iosets.access logs each request, with its route and token id
