@@ -24,7 +24,7 @@ from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
 from ._service import Conflict, Service
 from ._settings import Settings
-from ._turns import Turns
+from ._turns import TakeTurns, Turns
 from ._uploads import JsonBodyLimit, TooLarge, remove_orphans
 
 SETTINGS_ENV = "IOSETS_SERVE_SETTINGS"
@@ -100,6 +100,7 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ClientDisconnect, _client_left)
     app.add_middleware(JsonBodyLimit, max_json=settings.max_json)
+    app.add_middleware(TakeTurns, turns=app.state.post_turns, path="/v1/jobs")
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(AccessLog)
     return app

@@ -6,7 +6,6 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -72,7 +71,7 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
     request.app.state.job_ids.check(row.job_id)
     stored, created = await asyncio.wrap_future(service.submit_job(row.model_dump()))  # answered once committed
     await turns.wait()
-    return JSONResponse(jsonable_encoder(stored), status_code=201 if created else 200)
+    return JSONResponse(stored, status_code=201 if created else 200)  # a stored row holds JSON's types
 
 
 def _validated(model: Any, given: bytes | dict[str, Any], *, where: str | None = None) -> Any:
