@@ -359,6 +359,16 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     return e;
 }
 
+/* Asks the cache for the request's outputs, written when it is sent and when it completes. */
+static inline void prefetch_outputs(const re_output *out, int64_t req)
+{
+    __builtin_prefetch(&out->dispatch[req], 1);
+    __builtin_prefetch(&out->complete[req], 1);
+    __builtin_prefetch(&out->unit[req], 1);
+    if (out->served != NULL)
+        __builtin_prefetch(&out->served[req], 1);
+}
+
 /* The next request to enqueue at `now`, or -1: from the pending releases in the closed
  * loop (rl), else the next arrival date in order. */
 static int64_t take_arrival(release_queue *rl, const re_requests *rq, int64_t next, double now)
@@ -410,6 +420,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
             break;
         int32_t n_completing = e->n_dirty;
         for (int64_t req; (req = take_arrival(rl, rq, next, now)) >= 0; next++) {
+            prefetch_outputs(out, req);
             ops->enqueue(s, rq->server[req], req, now);
             mark_dirty(e, rq->server[req]);
         }

@@ -189,8 +189,12 @@ static void iosets_enqueue(re_sched *s, int32_t server, int64_t req, double now)
 }
 
 /* The first non-empty queue of the server from class `from` on, or -1. */
-static int32_t next_busy(const re_sched *s, int32_t server, int32_t from)
+static inline int32_t next_busy(const re_sched *s, int32_t server, int32_t from)
 {
+    if (s->n_words == 1) { /* up to 64 classes: one word, no loop */
+        uint64_t word = from < 64 ? s->busy[server] & (~UINT64_C(0) << from) : 0;
+        return word ? __builtin_ctzll(word) : -1;
+    }
     const uint64_t *bits = s->busy + (int64_t)server * s->n_words;
     for (int32_t w = from / 64; w < s->n_words; w++) {
         uint64_t word = w == from / 64 ? bits[w] & (~UINT64_C(0) << (from % 64)) : bits[w];
@@ -230,12 +234,8 @@ static void skip_rounds(re_sched *s, int32_t server, double rounds)
  * of `size` bytes goes in the k-th round, k the smallest with credit + k weight >= size;
  * floor((size - credit) / weight) - 1 is k - 1, or k - 2 when the quotient is not whole
  * (better one empty round played than one skipped too many). */
-static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
+__attribute__((noinline)) static int64_t round_robin(re_sched *s, int32_t server, int64_t *out)
 {
-    if (s->failed)
-        return -1;
-    if (s->pending[server] == 0)
-        return 0;
     int64_t base = (int64_t)server * s->n_classes;
     int32_t c = s->current[server];
     int64_t q = base + c;
@@ -266,6 +266,15 @@ static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, i
         double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
         rounds = need < rounds ? need : rounds;
     }
+}
+
+/* Most picks find the server's queues empty (the engine asks again after every dispatch and
+ * completion): that answer stays a few instructions, out of the round robin's frame. */
+static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
+{
+    if (s->failed)
+        return -1;
+    return s->pending[server] == 0 ? 0 : round_robin(s, server, out);
 }
 
 static void wfq_complete(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,
