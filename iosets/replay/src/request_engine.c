@@ -267,17 +267,20 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
     return RE_OK;
 }
 
-/* Completes the head unit of `server`; its requests are left in e->buffer, their count returned. */
-static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
-                             int32_t server, double now)
+/* Completes the head unit of the server atop `done`, whose entry gives way to its next unit's
+ * completion, if any; the unit's requests are left in e->buffer, their count returned. */
+static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out, double now)
 {
+    int32_t server = e->done.items[0].id;
     int64_t slot = e->head[server];
     unit_slot u = e->slots[slot];
     e->head[server] = u.next;
-    if (u.next < 0)
+    if (u.next < 0) {
         e->tail[server] = -1;
-    else
-        heap_push(&e->done, e->slots[u.next].end, server);
+        heap_pop(&e->done);
+    } else { /* (key, server) is a strict order, a server having one entry: any sift gives the same pops */
+        heap_replace_top(&e->done, e->slots[u.next].end, server);
+    }
     e->slots[slot].next = e->free_slot;
     e->free_slot = slot;
     e->outstanding[server]--;
@@ -410,7 +413,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
             break; /* nothing left, or dates overflowed (checked below) */
         int completed = 0;
         while (e->done.size && e->done.items[0].key <= now && rc == RE_OK) {
-            int64_t count = complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
+            int64_t count = complete_head(ops, s, e, out, now);
             for (int64_t j = 0; rl != NULL && j < count && rc == RE_OK; j++)
                 if (!rl_complete(rl, e->buffer[j], now))
                     rc = RE_NOMEM;

@@ -228,6 +228,28 @@ static void skip_rounds(re_sched *s, int32_t server, double rounds)
         s->credit[base + c] += rounds * s->weight[c];
 }
 
+/* The round robin's passes (below) when the server has one non-empty queue, c, and the pick
+ * started at class `from`: every pass visits c alone, so the rounds a wrap may skip are c's own
+ * need, added to c's credit alone. The wrap after the first visit may skip when another wrap
+ * came before that visit (c <= from), every later one may. The same operations in the same
+ * order as the general loop, without its search for the next queue. */
+static int64_t lone_queue(re_sched *s, int32_t server, int32_t from, int32_t c, int64_t *out)
+{
+    int64_t q = (int64_t)server * s->n_classes + c;
+    for (int may_skip = c <= from;; may_skip = 1) {
+        s->amount[q] = s->weight[c] + s->credit[q];
+        if (send_head(s, server, c, out)) {
+            s->in_round[q] = 1;
+            return 1;
+        }
+        s->credit[q] = s->amount[q];
+        double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
+        double rounds = need < INFINITY ? need : INFINITY;
+        if (may_skip && rounds >= 1)
+            s->credit[q] += rounds * s->weight[c];
+    }
+}
+
 /* Round robin over the server's non-empty queues from the current one, which may be
  * in its round. After every whole pass in which no queue could send but the first
  * (from the second wrap on), the rounds in which none could are skipped at once: a head
@@ -246,6 +268,9 @@ __attribute__((noinline)) static int64_t round_robin(re_sched *s, int32_t server
         return 1;
     s->credit[q] = ring_peek(&s->queue[q]) >= 0 ? s->amount[q] : 0;
     s->in_round[q] = 0;
+    uint64_t word = s->n_words == 1 ? s->busy[server] : 0;
+    if (word != 0 && (word & (word - 1)) == 0) /* one non-empty queue (up to 64 classes) */
+        return lone_queue(s, server, c, __builtin_ctzll(word), out);
     int wraps = 0;
     double rounds = INFINITY; /* rounds to skip, over the pass since the last wrap */
     for (;;) {
