@@ -28,6 +28,7 @@ typedef struct {
     int64_t n_slots, free_slot;
     int64_t *head, *tail;   /* [n_servers] outstanding slots */
     int32_t *outstanding;   /* [n_servers] */
+    int64_t *queued;        /* [n_servers] requests enqueued and not yet dispatched */
     double *busy_until;     /* [n_servers] completion of the last dispatched unit */
     double *ends;           /* [n_servers x concurrency] per server, a ring of its last units' completions */
     int32_t *ring_pos;      /* [n_servers] the ring's entry of the unit dispatched `concurrency` units ago */
@@ -217,6 +218,8 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
                     re_output *out, int32_t server, double now)
 {
     while (ops->unbounded_depth || e->outstanding[server] < ctx->device->queue_depth) {
+        if (ops->idle_when_empty && e->queued[server] == 0)
+            return RE_OK;
         double wake = INFINITY;
         int64_t k = ops->pick(s, server, now, e->buffer, MAX_UNIT, &wake);
         if (k < 0)
@@ -263,6 +266,7 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
         }
         e->tail[server] = slot;
         e->outstanding[server]++;
+        e->queued[server] -= k;
     }
     return RE_OK;
 }
@@ -303,6 +307,7 @@ static void state_free(engine_state *e)
     free(e->head);
     free(e->tail);
     free(e->outstanding);
+    free(e->queued);
     free(e->busy_until);
     free(e->ends);
     free(e->ring_pos);
@@ -330,6 +335,7 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->head = malloc(ns * sizeof(int64_t));
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
+    e->queued = calloc(ns, sizeof(int64_t));
     e->busy_until = calloc(ns, sizeof(double));
     e->concurrency = dev->concurrency; /* the ring starts at 0, as busy_until: no unit is served before 0 */
     e->ends = calloc(ns * (size_t)dev->concurrency, sizeof(double));
@@ -344,7 +350,7 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->is_dirty = calloc(ns, 1);
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
-    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->ends || !e->ring_pos ||
+    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->queued || !e->busy_until || !e->ends || !e->ring_pos ||
         !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
@@ -425,6 +431,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
         for (int64_t req; (req = take_arrival(rl, rq, next, now)) >= 0; next++) {
             prefetch_outputs(out, req);
             ops->enqueue(s, rq->server[req], req, now);
+            e->queued[rq->server[req]]++;
             mark_dirty(e, rq->server[req]);
         }
         while (e->wake.size && e->wake.items[0].key <= now)

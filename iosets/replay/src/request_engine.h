@@ -126,6 +126,10 @@ typedef struct {
     const re_param *params; /* the scalars it reads from re_context.param, in that order */
     int32_t n_params;
     int unbounded_depth; /* 1: dispatch ignores queue_depth (NOOP) */
+    /* 1: pick on a server none of whose requests is queued returns 0 and sets no wake, and not
+     * calling it then changes nothing; the engine skips those picks (two in three, one after
+     * each dispatch and one after each completion). */
+    int idle_when_empty;
     /* Builds the state; returns NULL with *rc and *bad set on error. */
     re_sched *(*create)(const re_context *ctx, int *rc, int64_t *bad);
     void (*destroy)(re_sched *s);

@@ -333,11 +333,11 @@ static int32_t iosets_unblocked(re_sched *s, const int32_t **servers)
 }
 
 const re_sched_ops sched_wfq = {
-    .name = "wfq", .create = wfq_create, .destroy = wfq_destroy,
+    .name = "wfq", .idle_when_empty = 1, .create = wfq_create, .destroy = wfq_destroy,
     .enqueue = wfq_enqueue, .pick = wfq_pick, .complete = wfq_complete,
 };
 
 const re_sched_ops sched_iosets_wfq = {
-    .name = "iosets-wfq", .create = iosets_create, .destroy = wfq_destroy,
+    .name = "iosets-wfq", .idle_when_empty = 1, .create = iosets_create, .destroy = wfq_destroy,
     .enqueue = iosets_enqueue, .pick = wfq_pick, .complete = iosets_complete, .unblocked = iosets_unblocked,
 };
