@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "big_alloc.h"
 
 typedef struct {
     double date;
@@ -21,9 +20,9 @@ typedef struct {
 static int indices_new(indices *a, int64_t count, int64_t n)
 {
     if (n < INT32_MAX)
-        a->narrow = big_alloc(at_least_one(count) * sizeof(int32_t));
+        a->narrow = malloc(at_least_one(count) * sizeof(int32_t));
     else
-        a->wide = big_alloc(at_least_one(count) * sizeof(int64_t));
+        a->wide = malloc(at_least_one(count) * sizeof(int64_t));
     return a->narrow != NULL || a->wide != NULL;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fresh_pages.h"
 #include "heap.h"
 #include "release_queue.h"
 
@@ -473,6 +474,17 @@ static re_device accepting(const re_device *dev)
     return seen;
 }
 
+/* Small pages for the outputs written in the call (fresh_pages.h). */
+static void prefer_small_output_pages(const re_output *out, int64_t n, double *arrival_out)
+{
+    size_t bytes = (size_t)n * sizeof(double);
+    prefer_small_pages(out->dispatch, bytes);
+    prefer_small_pages(out->complete, bytes);
+    prefer_small_pages(out->unit, (size_t)n * sizeof(int64_t));
+    prefer_small_pages(out->served, bytes);
+    prefer_small_pages(arrival_out, bytes);
+}
+
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
 {
     *bad_index = -1;
@@ -482,6 +494,7 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
     re_device dev = accepting(ctx->device);
     re_context open = *ctx;
     open.device = &dev;
+    prefer_small_output_pages(out, ctx->rq->n, NULL);
     return run(ops, &open, NULL, out, bad_index);
 }
 
@@ -498,6 +511,7 @@ int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chain
     int rc = validate(&rq, ctx->device, 0, bad_index);
     if (rc != RE_OK)
         return rc;
+    prefer_small_output_pages(out, rq.n, arrival_out);
     release_queue *rl = rl_new(&rq, ch, arrival_out, phase_start_out, phase_end_out, &rc, bad_index);
     if (rl == NULL)
         return rc;
