@@ -4,7 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-
 typedef struct {
     double date;
     int64_t req;
@@ -17,6 +16,7 @@ typedef struct {
     int64_t *wide;
 } indices;
 
+/* `count` entries, narrow when indices below `n` (the requests) fit in 32 bits; 0 when out of memory. */
 static int indices_new(indices *a, int64_t count, int64_t n)
 {
     if (n < INT32_MAX)

@@ -351,8 +351,9 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->is_dirty = calloc(ns, 1);
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
-    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->queued || !e->busy_until || !e->ends || !e->ring_pos ||
-        !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
+    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->queued || !e->busy_until || !e->ends ||
+        !e->ring_pos || !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream ||
+        !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }

@@ -293,8 +293,8 @@ __attribute__((noinline)) static int64_t round_robin(re_sched *s, int32_t server
     }
 }
 
-/* Most picks find the server's queues empty (the engine asks again after every dispatch and
- * completion): that answer stays a few instructions, out of the round robin's frame. */
+/* A pick that finds the server's queues empty (iosets-wfq's requests may wait for their phase's
+ * admission) stays a few instructions, out of the round robin's frame. */
 static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
 {
     if (s->failed)
