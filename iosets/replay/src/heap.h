@@ -67,6 +67,25 @@
         h->items[i] = item;                                                                    \
     }                                                                                          \
                                                                                                \
+    /* Replaces the top item (there is one) by (key, id): a pop and a push in one sift. */     \
+    static inline void name##_replace_top(name *h, key_t key, int32_t id)                      \
+    {                                                                                          \
+        name##_item item = {key, id};                                                          \
+        int64_t i = 0, n = h->size;                                                            \
+        for (;;) {                                                                             \
+            int64_t child = 2 * i + 1;                                                         \
+            if (child >= n)                                                                    \
+                break;                                                                         \
+            if (child + 1 < n && name##_less(&h->items[child + 1], &h->items[child]))          \
+                child++;                                                                       \
+            if (!name##_less(&h->items[child], &item))                                         \
+                break;                                                                         \
+            h->items[i] = h->items[child];                                                     \
+            i = child;                                                                         \
+        }                                                                                      \
+        h->items[i] = item;                                                                    \
+    }                                                                                          \
+                                                                                               \
     static inline name##_item name##_pop(name *h)                                              \
     {                                                                                          \
         name##_item top = h->items[0];                                                         \

@@ -9,6 +9,50 @@ typedef struct {
     int64_t req;
 } pending;
 
+/* An array of request indices (or counts of them): 32-bit while the requests fit, which halves
+ * the memory the loop touches per request; 64-bit beyond. */
+typedef struct {
+    int32_t *narrow;
+    int64_t *wide;
+} indices;
+
+/* `count` entries, narrow when indices below `n` (the requests) fit in 32 bits; 0 when out of memory. */
+static int indices_new(indices *a, int64_t count, int64_t n)
+{
+    if (n < INT32_MAX)
+        a->narrow = malloc(at_least_one(count) * sizeof(int32_t));
+    else
+        a->wide = malloc(at_least_one(count) * sizeof(int64_t));
+    return a->narrow != NULL || a->wide != NULL;
+}
+
+static inline int64_t at(const indices *a, int64_t i)
+{
+    return a->narrow != NULL ? a->narrow[i] : a->wide[i];
+}
+
+static inline void set(indices *a, int64_t i, int64_t value)
+{
+    if (a->narrow != NULL)
+        a->narrow[i] = (int32_t)value;
+    else
+        a->wide[i] = value;
+}
+
+static inline void prefetch_at(const indices *a, int64_t i)
+{
+    if (a->narrow != NULL)
+        __builtin_prefetch(&a->narrow[i]);
+    else if (a->wide != NULL)
+        __builtin_prefetch(&a->wide[i]);
+}
+
+static void indices_free(indices *a)
+{
+    free(a->narrow);
+    free(a->wide);
+}
+
 /* What each completion or phase end releases, as linked lists in index order (-1 ends one):
  * the requests gated by g are gated[g], then sibling[] from there; the roots of phase p are
  * roots[p], then sibling[]; the phases after p are successor[p], then next_successor[].
@@ -17,13 +61,14 @@ struct release_queue {
     const re_requests *rq;
     const re_chains *ch;
     double *release, *phase_start, *phase_end;
-    int64_t *gated;      /* [n] the first request each request gates, or -1 */
-    int64_t *roots;      /* [n_phases] the first request each phase's opening releases, or -1 */
-    int64_t *sibling;    /* [n] the next request of the same gate, or of the same phase's roots */
+    indices gated;       /* [n] the first request each request gates, or -1 */
+    indices roots;       /* [n_phases] the first request each phase's opening releases, or -1 */
+    indices sibling;     /* [n] the next request of the same gate, or of the same phase's roots */
     int32_t *successor;  /* [n_phases] the first phase whose prev is each phase, or -1 */
     int32_t *next_successor; /* [n_phases] the next phase of the same prev */
     int64_t *left;   /* [n_phases] requests not yet completed */
-    int64_t *part_link;  /* [n] with parts: a later part's first part; at a first part, -(its parts not completed) */
+    indices part_link;   /* [n] with parts: a later part's first part; at a first part, -(its parts not completed) */
+    int parts;           /* part_link is built */
     double *link_free;   /* [n_jobs] with client rates: when each job's client link is free */
     char *on_link;       /* [n] with client rates: the request already holds its date on the link */
     pending *heap;   /* by (date, req): memory follows the outstanding requests */
@@ -37,13 +82,17 @@ static void link_children(release_queue *q)
     const re_requests *rq = q->rq;
     const re_chains *ch = q->ch;
     for (int64_t i = 0; i < rq->n; i++)
-        q->gated[i] = -1;
-    for (int32_t p = 0; p < rq->n_phases; p++)
-        q->roots[p] = q->successor[p] = -1;
+        set(&q->gated, i, -1);
+    for (int32_t p = 0; p < rq->n_phases; p++) {
+        set(&q->roots, p, -1);
+        q->successor[p] = -1;
+    }
     for (int64_t i = rq->n - 1; i >= 0; i--) {
-        int64_t *head = ch->gate[i] >= 0 ? &q->gated[ch->gate[i]] : &q->roots[rq->phase[i]];
-        q->sibling[i] = *head;
-        *head = i;
+        int64_t gate = ch->gate[i];
+        indices *list = gate >= 0 ? &q->gated : &q->roots;
+        int64_t head = gate >= 0 ? gate : rq->phase[i];
+        set(&q->sibling, i, at(list, head));
+        set(list, head, i);
     }
     for (int32_t p = rq->n_phases - 1; p >= 0; p--)
         if (ch->prev[p] >= 0) {
@@ -57,6 +106,7 @@ static int less(const pending *a, const pending *b)
     return a->date < b->date || (a->date == b->date && a->req < b->req);
 }
 
+/* 0 when out of memory. */
 static int push(release_queue *q, double date, int64_t req)
 {
     if (q->size == q->capacity) {
@@ -68,6 +118,9 @@ static int push(release_queue *q, double date, int64_t req)
         q->capacity = grown;
     }
     q->release[req] = date;
+    prefetch_request(q->rq, req); /* read when it is taken, a think time from now */
+    prefetch_at(&q->part_link, req); /* and these when it completes */
+    prefetch_at(&q->gated, req);
     pending item = {date, req};
     int64_t i = q->size++;
     while (i > 0 && less(&item, &q->heap[(i - 1) / 2])) {
@@ -100,6 +153,19 @@ static int64_t pop(release_queue *q)
     return top;
 }
 
+/* Asks the cache for what the completion of `req` reads (rl_complete): its phase's count and,
+ * for a first part, the think time and sibling link of the first request it gates (its gate list,
+ * prefetched at its release, is in cache by its arrival). */
+static inline void prefetch_completion(const release_queue *q, int64_t req)
+{
+    __builtin_prefetch(&q->left[q->rq->phase[req]]);
+    int64_t child = at(&q->gated, req);
+    if (child >= 0) {
+        __builtin_prefetch(&q->ch->think[child]);
+        prefetch_at(&q->sibling, child);
+    }
+}
+
 double rl_next(const release_queue *q)
 {
     return q->size ? q->heap[0].date : INFINITY;
@@ -110,6 +176,7 @@ int64_t rl_take(release_queue *q, double now)
     while (q->size && q->heap[0].date <= now) {
         double due = q->heap[0].date;
         int64_t req = pop(q);
+        prefetch_completion(q, req);
         if (q->link_free == NULL || q->on_link[req])
             return req;
         int32_t job = q->ch->job[q->rq->phase[req]];
@@ -130,7 +197,7 @@ int64_t rl_take(release_queue *q, double now)
 static int open_phase(release_queue *q, int64_t phase, double date)
 {
     q->phase_start[phase] = date;
-    for (int64_t req = q->roots[phase]; req >= 0; req = q->sibling[req])
+    for (int64_t req = at(&q->roots, phase); req >= 0; req = at(&q->sibling, req))
         if (!push(q, date + q->ch->think[req], req))
             return 0;
     return 1;
@@ -139,12 +206,15 @@ static int open_phase(release_queue *q, int64_t phase, double date)
 int rl_complete(release_queue *q, int64_t req, double now)
 {
     int64_t first = req;
-    if (q->part_link != NULL) { /* one load per part: the first part's counter shares its cache line mostly */
-        first = q->part_link[req] >= 0 ? q->part_link[req] : req;
-        q->part_link[first]++;
+    int released = 1;
+    if (q->parts) { /* one load per part: the first part's counter shares its cache line mostly */
+        int64_t link = at(&q->part_link, req);
+        first = link >= 0 ? link : req;
+        int64_t left = at(&q->part_link, first) + 1;
+        set(&q->part_link, first, left);
+        released = left == 0;
     }
-    int released = q->part_link == NULL || q->part_link[first] == 0;
-    for (int64_t next = released ? q->gated[first] : -1; next >= 0; next = q->sibling[next])
+    for (int64_t next = released ? at(&q->gated, first) : -1; next >= 0; next = at(&q->sibling, next))
         if (!push(q, now + q->ch->think[next], next))
             return 0;
     int32_t phase = q->rq->phase[req];
@@ -198,13 +268,13 @@ static int validate_chains(const re_requests *rq, const re_chains *ch, int64_t *
 
 void rl_free(release_queue *q)
 {
-    free(q->gated);
-    free(q->roots);
-    free(q->sibling);
+    indices_free(&q->gated);
+    indices_free(&q->roots);
+    indices_free(&q->sibling);
     free(q->successor);
     free(q->next_successor);
     free(q->left);
-    free(q->part_link);
+    indices_free(&q->part_link);
     free(q->link_free);
     free(q->on_link);
     free(q->heap);
@@ -221,27 +291,26 @@ release_queue *rl_new(const re_requests *rq, const re_chains *ch, double *releas
     *q = (release_queue){.rq = rq, .ch = ch, .release = release, .phase_start = phase_start,
                          .phase_end = phase_end, .capacity = 64};
     q->left = calloc(at_least_one(rq->n_phases), sizeof(int64_t));
+    int ok = indices_new(&q->gated, rq->n, rq->n) & indices_new(&q->sibling, rq->n, rq->n) &
+             indices_new(&q->roots, rq->n_phases, rq->n);
     q->heap = malloc((size_t)q->capacity * sizeof(pending));
-    q->gated = malloc(at_least_one(rq->n) * sizeof(int64_t));
-    q->sibling = malloc(at_least_one(rq->n) * sizeof(int64_t));
-    q->roots = malloc(at_least_one(rq->n_phases) * sizeof(int64_t));
     q->successor = malloc(at_least_one(rq->n_phases) * sizeof(int32_t));
     q->next_successor = malloc(at_least_one(rq->n_phases) * sizeof(int32_t));
-    if (q->left == NULL || q->heap == NULL || q->gated == NULL || q->sibling == NULL || q->roots == NULL ||
-        q->successor == NULL || q->next_successor == NULL)
+    if (!ok || q->left == NULL || q->heap == NULL || q->successor == NULL || q->next_successor == NULL)
         goto fail;
     *rc = validate_chains(rq, ch, q->left, bad);
     if (*rc != RE_OK)
         goto fail;
     *rc = RE_NOMEM;
     if (ch->first != NULL) {
-        q->part_link = malloc(at_least_one(rq->n) * sizeof(int64_t));
-        if (q->part_link == NULL)
+        if (!indices_new(&q->part_link, rq->n, rq->n))
             goto fail;
+        q->parts = 1;
         for (int64_t i = 0; i < rq->n; i++) { /* a first part comes before its other parts */
             int64_t f = ch->first[i];
-            q->part_link[i] = f == i ? -1 : f;
-            q->part_link[f] -= f != i;
+            set(&q->part_link, i, f == i ? -1 : f);
+            if (f != i)
+                set(&q->part_link, f, at(&q->part_link, f) - 1);
         }
     }
     if (ch->client_rate != NULL) {

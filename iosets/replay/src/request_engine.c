@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fresh_pages.h"
 #include "heap.h"
 #include "release_queue.h"
 
@@ -28,6 +29,7 @@ typedef struct {
     int64_t n_slots, free_slot;
     int64_t *head, *tail;   /* [n_servers] outstanding slots */
     int32_t *outstanding;   /* [n_servers] */
+    int64_t *queued;        /* [n_servers] requests enqueued and not yet dispatched */
     double *busy_until;     /* [n_servers] completion of the last dispatched unit */
     double *ends;           /* [n_servers x concurrency] per server, a ring of its last units' completions */
     int32_t *ring_pos;      /* [n_servers] the ring's entry of the unit dispatched `concurrency` units ago */
@@ -217,6 +219,8 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
                     re_output *out, int32_t server, double now)
 {
     while (ops->unbounded_depth || e->outstanding[server] < ctx->device->queue_depth) {
+        if (ops->idle_when_empty && e->queued[server] == 0)
+            return RE_OK;
         double wake = INFINITY;
         int64_t k = ops->pick(s, server, now, e->buffer, MAX_UNIT, &wake);
         if (k < 0)
@@ -263,21 +267,25 @@ static int dispatch(const re_sched_ops *ops, re_sched *s, const re_context *ctx,
         }
         e->tail[server] = slot;
         e->outstanding[server]++;
+        e->queued[server] -= k;
     }
     return RE_OK;
 }
 
-/* Completes the head unit of `server`; its requests are left in e->buffer, their count returned. */
-static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out,
-                             int32_t server, double now)
+/* Completes the head unit of the server atop `done`, whose entry gives way to its next unit's
+ * completion, if any; the unit's requests are left in e->buffer, their count returned. */
+static int64_t complete_head(const re_sched_ops *ops, re_sched *s, engine_state *e, re_output *out, double now)
 {
+    int32_t server = e->done.items[0].id;
     int64_t slot = e->head[server];
     unit_slot u = e->slots[slot];
     e->head[server] = u.next;
-    if (u.next < 0)
+    if (u.next < 0) {
         e->tail[server] = -1;
-    else
-        heap_push(&e->done, e->slots[u.next].end, server);
+        heap_pop(&e->done);
+    } else { /* (key, server) is a strict order, a server having one entry: any sift gives the same pops */
+        heap_replace_top(&e->done, e->slots[u.next].end, server);
+    }
     e->slots[slot].next = e->free_slot;
     e->free_slot = slot;
     e->outstanding[server]--;
@@ -300,6 +308,7 @@ static void state_free(engine_state *e)
     free(e->head);
     free(e->tail);
     free(e->outstanding);
+    free(e->queued);
     free(e->busy_until);
     free(e->ends);
     free(e->ring_pos);
@@ -327,6 +336,7 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->head = malloc(ns * sizeof(int64_t));
     e->tail = malloc(ns * sizeof(int64_t));
     e->outstanding = calloc(ns, sizeof(int32_t));
+    e->queued = calloc(ns, sizeof(int64_t));
     e->busy_until = calloc(ns, sizeof(double));
     e->concurrency = dev->concurrency; /* the ring starts at 0, as busy_until: no unit is served before 0 */
     e->ends = calloc(ns * (size_t)dev->concurrency, sizeof(double));
@@ -341,8 +351,9 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
     e->is_dirty = calloc(ns, 1);
     /* every server has at most one entry in `done`; `wake` grows with the pending wake-ups */
     int ok = heap_init(&e->done, (int64_t)ns) && heap_init(&e->wake, (int64_t)ns);
-    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->busy_until || !e->ends || !e->ring_pos ||
-        !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream || !e->last_end || !e->dirty || !e->is_dirty) {
+    if (!ok || !e->slots || !e->head || !e->tail || !e->outstanding || !e->queued || !e->busy_until || !e->ends ||
+        !e->ring_pos || !e->tokens || !e->refilled || !e->charged || !e->slice_start || !e->last_stream ||
+        !e->last_end || !e->dirty || !e->is_dirty) {
         state_free(e);
         return NULL;
     }
@@ -357,6 +368,16 @@ static engine_state *state_new(const re_requests *rq, const re_device *dev)
         e->refilled[s] = -INFINITY;
     }
     return e;
+}
+
+/* Asks the cache for the request's outputs, written when it is sent and when it completes. */
+static inline void prefetch_outputs(const re_output *out, int64_t req)
+{
+    __builtin_prefetch(&out->dispatch[req], 1);
+    __builtin_prefetch(&out->complete[req], 1);
+    __builtin_prefetch(&out->unit[req], 1);
+    if (out->served != NULL)
+        __builtin_prefetch(&out->served[req], 1);
 }
 
 /* The next request to enqueue at `now`, or -1: from the pending releases in the closed
@@ -400,7 +421,7 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
             break; /* nothing left, or dates overflowed (checked below) */
         int completed = 0;
         while (e->done.size && e->done.items[0].key <= now && rc == RE_OK) {
-            int64_t count = complete_head(ops, s, e, out, heap_pop(&e->done).id, now);
+            int64_t count = complete_head(ops, s, e, out, now);
             for (int64_t j = 0; rl != NULL && j < count && rc == RE_OK; j++)
                 if (!rl_complete(rl, e->buffer[j], now))
                     rc = RE_NOMEM;
@@ -410,7 +431,9 @@ static int run(const re_sched_ops *ops, const re_context *ctx, release_queue *rl
             break;
         int32_t n_completing = e->n_dirty;
         for (int64_t req; (req = take_arrival(rl, rq, next, now)) >= 0; next++) {
+            prefetch_outputs(out, req);
             ops->enqueue(s, rq->server[req], req, now);
+            e->queued[rq->server[req]]++;
             mark_dirty(e, rq->server[req]);
         }
         while (e->wake.size && e->wake.items[0].key <= now)
@@ -452,6 +475,17 @@ static re_device accepting(const re_device *dev)
     return seen;
 }
 
+/* Small pages for the outputs written in the call (fresh_pages.h). */
+static void prefer_small_output_pages(const re_output *out, int64_t n, double *arrival_out)
+{
+    size_t bytes = (size_t)n * sizeof(double);
+    prefer_small_pages(out->dispatch, bytes);
+    prefer_small_pages(out->complete, bytes);
+    prefer_small_pages(out->unit, (size_t)n * sizeof(int64_t));
+    prefer_small_pages(out->served, bytes);
+    prefer_small_pages(arrival_out, bytes);
+}
+
 int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64_t *bad_index)
 {
     *bad_index = -1;
@@ -461,6 +495,7 @@ int re_run(const re_sched_ops *ops, const re_context *ctx, re_output *out, int64
     re_device dev = accepting(ctx->device);
     re_context open = *ctx;
     open.device = &dev;
+    prefer_small_output_pages(out, ctx->rq->n, NULL);
     return run(ops, &open, NULL, out, bad_index);
 }
 
@@ -477,6 +512,7 @@ int re_run_closed(const re_sched_ops *ops, const re_context *ctx, const re_chain
     int rc = validate(&rq, ctx->device, 0, bad_index);
     if (rc != RE_OK)
         return rc;
+    prefer_small_output_pages(out, rq.n, arrival_out);
     release_queue *rl = rl_new(&rq, ch, arrival_out, phase_start_out, phase_end_out, &rc, bad_index);
     if (rl == NULL)
         return rc;

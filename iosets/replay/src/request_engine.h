@@ -126,6 +126,10 @@ typedef struct {
     const re_param *params; /* the scalars it reads from re_context.param, in that order */
     int32_t n_params;
     int unbounded_depth; /* 1: dispatch ignores queue_depth (NOOP) */
+    /* 1: pick on a server none of whose requests is queued returns 0 and sets no wake, and not
+     * calling it then changes nothing; the engine skips those picks (two in three, one after
+     * each dispatch and one after each completion). */
+    int idle_when_empty;
     /* Builds the state; returns NULL with *rc and *bad set on error. */
     re_sched *(*create)(const re_context *ctx, int *rc, int64_t *bad);
     void (*destroy)(re_sched *s);
@@ -174,6 +178,20 @@ void re_param_error(const re_sched_ops *ops, int32_t index, double value, char *
 static inline int64_t request_end(const re_requests *rq, int64_t req)
 {
     return (int64_t)((uint64_t)rq->offset[req] + (uint64_t)rq->size[req]);
+}
+
+/* Asks the cache for what the engine and the schedulers read of request `req` when it arrives
+ * and is sent: the closed loop calls it a think time ahead, at the release, so that these reads
+ * hit the cache instead of missing on every array (the jobs move through the requests out of
+ * step with their recorded order, too many streams for the hardware prefetcher). */
+static inline void prefetch_request(const re_requests *rq, int64_t req)
+{
+    __builtin_prefetch(&rq->server[req]);
+    __builtin_prefetch(&rq->cls[req]);
+    __builtin_prefetch(&rq->phase[req]);
+    __builtin_prefetch(&rq->size[req]);
+    __builtin_prefetch(&rq->offset[req]);
+    __builtin_prefetch(&rq->stream[req]);
 }
 
 /* An allocation count of at least one item (malloc(0) may return NULL). */

@@ -57,11 +57,11 @@ static void fifo_complete(re_sched *s, int32_t server, const int64_t *reqs, int6
 }
 
 const re_sched_ops sched_fcfs = {
-    .name = "fcfs", .unbounded_depth = 1, .create = fifo_create, .destroy = fifo_destroy,
+    .name = "fcfs", .unbounded_depth = 1, .idle_when_empty = 1, .create = fifo_create, .destroy = fifo_destroy,
     .enqueue = fifo_enqueue, .pick = fifo_pick, .complete = fifo_complete,
 };
 
 const re_sched_ops sched_time_order = {
-    .name = "time-order", .create = fifo_create, .destroy = fifo_destroy,
+    .name = "time-order", .idle_when_empty = 1, .create = fifo_create, .destroy = fifo_destroy,
     .enqueue = fifo_enqueue, .pick = fifo_pick, .complete = fifo_complete,
 };

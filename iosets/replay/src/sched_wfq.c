@@ -189,8 +189,12 @@ static void iosets_enqueue(re_sched *s, int32_t server, int64_t req, double now)
 }
 
 /* The first non-empty queue of the server from class `from` on, or -1. */
-static int32_t next_busy(const re_sched *s, int32_t server, int32_t from)
+static inline int32_t next_busy(const re_sched *s, int32_t server, int32_t from)
 {
+    if (s->n_words == 1) { /* up to 64 classes: one word, no loop */
+        uint64_t word = from < 64 ? s->busy[server] & (~UINT64_C(0) << from) : 0;
+        return word ? __builtin_ctzll(word) : -1;
+    }
     const uint64_t *bits = s->busy + (int64_t)server * s->n_words;
     for (int32_t w = from / 64; w < s->n_words; w++) {
         uint64_t word = w == from / 64 ? bits[w] & (~UINT64_C(0) << (from % 64)) : bits[w];
@@ -224,18 +228,36 @@ static void skip_rounds(re_sched *s, int32_t server, double rounds)
         s->credit[base + c] += rounds * s->weight[c];
 }
 
+/* The round robin's passes (below) when the server has one non-empty queue, c, and the pick
+ * started at class `from`: every pass visits c alone, so the rounds a wrap may skip are c's own
+ * need, added to c's credit alone. The wrap after the first visit may skip when another wrap
+ * came before that visit (c <= from), every later one may. The same operations in the same
+ * order as the general loop, without its search for the next queue. */
+static int64_t lone_queue(re_sched *s, int32_t server, int32_t from, int32_t c, int64_t *out)
+{
+    int64_t q = (int64_t)server * s->n_classes + c;
+    for (int may_skip = c <= from;; may_skip = 1) {
+        s->amount[q] = s->weight[c] + s->credit[q];
+        if (send_head(s, server, c, out)) {
+            s->in_round[q] = 1;
+            return 1;
+        }
+        s->credit[q] = s->amount[q];
+        double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
+        double rounds = need < INFINITY ? need : INFINITY;
+        if (may_skip && rounds >= 1)
+            s->credit[q] += rounds * s->weight[c];
+    }
+}
+
 /* Round robin over the server's non-empty queues from the current one, which may be
  * in its round. After every whole pass in which no queue could send but the first
  * (from the second wrap on), the rounds in which none could are skipped at once: a head
  * of `size` bytes goes in the k-th round, k the smallest with credit + k weight >= size;
  * floor((size - credit) / weight) - 1 is k - 1, or k - 2 when the quotient is not whole
  * (better one empty round played than one skipped too many). */
-static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
+__attribute__((noinline)) static int64_t round_robin(re_sched *s, int32_t server, int64_t *out)
 {
-    if (s->failed)
-        return -1;
-    if (s->pending[server] == 0)
-        return 0;
     int64_t base = (int64_t)server * s->n_classes;
     int32_t c = s->current[server];
     int64_t q = base + c;
@@ -246,6 +268,9 @@ static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, i
         return 1;
     s->credit[q] = ring_peek(&s->queue[q]) >= 0 ? s->amount[q] : 0;
     s->in_round[q] = 0;
+    uint64_t word = s->n_words == 1 ? s->busy[server] : 0;
+    if (word != 0 && (word & (word - 1)) == 0) /* one non-empty queue (up to 64 classes) */
+        return lone_queue(s, server, c, __builtin_ctzll(word), out);
     int wraps = 0;
     double rounds = INFINITY; /* rounds to skip, over the pass since the last wrap */
     for (;;) {
@@ -266,6 +291,15 @@ static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, i
         double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
         rounds = need < rounds ? need : rounds;
     }
+}
+
+/* A pick that finds the server's queues empty (iosets-wfq's requests may wait for their phase's
+ * admission) stays a few instructions, out of the round robin's frame. */
+static int64_t wfq_pick(re_sched *s, int32_t server, double now, int64_t *out, int64_t max, double *wake)
+{
+    if (s->failed)
+        return -1;
+    return s->pending[server] == 0 ? 0 : round_robin(s, server, out);
 }
 
 static void wfq_complete(re_sched *s, int32_t server, const int64_t *reqs, int64_t count, double dispatched,
@@ -299,11 +333,11 @@ static int32_t iosets_unblocked(re_sched *s, const int32_t **servers)
 }
 
 const re_sched_ops sched_wfq = {
-    .name = "wfq", .create = wfq_create, .destroy = wfq_destroy,
+    .name = "wfq", .idle_when_empty = 1, .create = wfq_create, .destroy = wfq_destroy,
     .enqueue = wfq_enqueue, .pick = wfq_pick, .complete = wfq_complete,
 };
 
 const re_sched_ops sched_iosets_wfq = {
-    .name = "iosets-wfq", .create = iosets_create, .destroy = wfq_destroy,
+    .name = "iosets-wfq", .idle_when_empty = 1, .create = iosets_create, .destroy = wfq_destroy,
     .enqueue = iosets_enqueue, .pick = wfq_pick, .complete = iosets_complete, .unblocked = iosets_unblocked,
 };
