@@ -37,6 +37,7 @@ Usage: .venv/bin/python benchmarks/api_load.py [seconds per rate] [n_jobs] [n_up
 import argparse
 import asyncio
 import contextlib
+import gc
 import importlib.util
 import json
 import multiprocessing
@@ -64,7 +65,9 @@ JSON_CLIENTS = 8
 UPLOAD_CLIENTS = 2
 CONFIG = "[service]\nwrite_rate = 1e9\n"  # the benchmark measures ingestion, not the flood guard
 POSTED_RATE = (200, 5e-3)  # GET rate while posts run, and its p99 target in s
+POST_TARGET = 150  # jobs/s: the post rate the target asks for, and the paced posts' rate while GETs are judged
 INSERT_CHUNK = 20_000
+GENERATOR_PRIORITY = 1  # this process's real-time priority once the service is started: see raise_priority
 
 
 def iosets_command() -> list[str]:
@@ -111,6 +114,23 @@ def store_jobs(data_dir: Path, jobs: pl.DataFrame) -> float:
     finally:
         store.close()
     return time.perf_counter() - started
+
+
+def raise_priority() -> str:
+    """Run this process (the GETs' generator) under ``SCHED_FIFO``; the policy it runs under, to print.
+
+    The generator shares the machine's cores with the service it measures, which posts keep busy; a site's
+    prologs ask from other machines. A real-time task runs as soon as it wakes (a niced one still waits for
+    a running task's slice, 1.5 ms and more here): its own delays (the printed lag) are then the machine's
+    wake-up costs, not a wait behind the service's threads, and the latencies are the service's. It needs
+    about a tenth of a core. The service and the posting clients run at the default policy and priority.
+    Raising it needs root (CAP_SYS_NICE); without, the generator runs as the others and says so.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(GENERATOR_PRIORITY))
+    except PermissionError:
+        return "the default policy (SCHED_FIFO needs root)"
+    return f"SCHED_FIFO priority {GENERATOR_PRIORITY}"
 
 
 def peak_memory(pid: int) -> float:
@@ -190,18 +210,19 @@ def job_rows(history: pl.DataFrame) -> tuple[list[dict], list[dict]]:
 
 
 class Poster:
-    """The posts of ``rows`` (JSON jobs) by JSON_CLIENTS clients back to back, in a process of their own.
+    """The posts of ``rows`` (JSON jobs) by JSON_CLIENTS clients, back to back or paced at ``rate`` jobs/s, in a
+    process of their own.
 
     ``start`` returns once the clients begin; ``done`` tells whether they ended; ``rate`` waits for them
     and returns their jobs/s. The process is spawned: it shares nothing with this one's event loop.
     """
 
-    def __init__(self, url: str, token: str, rows: list[dict]) -> None:
+    def __init__(self, url: str, token: str, rows: list[dict], rate: float | None = None) -> None:
         context = multiprocessing.get_context("spawn")
         self.begun = context.Event()
         self.answer, sent = context.Pipe(duplex=False)
         self.process = context.Process(
-            target=post_in_process, args=(url, token, rows, self.begun, sent), name="api-load-posts"
+            target=post_in_process, args=(url, token, rows, rate, self.begun, sent), name="api-load-posts"
         )
 
     def start(self, within: float = 60.0) -> None:
@@ -228,16 +249,21 @@ class Poster:
         self.process.join()
 
 
-def post_in_process(url: str, token: str, rows: list[dict], begun, answer) -> None:
-    """The posting process of :class:`Poster`: sends back ``post_rows``'s outcome, or the error as a string."""
+def post_in_process(url: str, token: str, rows: list[dict], rate: float | None, begun, answer) -> None:
+    """The posting process of :class:`Poster`: sends back ``post_rows``'s outcome, or the error as a string.
+
+    It runs under the default policy, as the service, not the generator's it was spawned from (:func:`raise_priority`).
+    """
+    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
     try:
-        answer.send(asyncio.run(post_rows(url, token, rows, begun)))
+        answer.send(asyncio.run(post_rows(url, token, rows, rate, begun)))
     except Exception as exc:  # noqa: BLE001 - the generator's process reports it
         answer.send(f"{type(exc).__name__}: {exc}")
 
 
-async def post_rows(url: str, token: str, rows: list[dict], begun) -> tuple[float, float]:
-    """POST each row to ``/v1/jobs`` with JSON_CLIENTS clients back to back; sets ``begun`` first.
+async def post_rows(url: str, token: str, rows: list[dict], rate: float | None, begun) -> tuple[float, float]:
+    """POST each row to ``/v1/jobs`` with JSON_CLIENTS clients, back to back or (``rate``) the k-th not before
+    k / rate s from the start; sets ``begun`` first.
 
     Returns the jobs/s and this process's CPU per post (s): the rows are encoded before, and the clients are
     the minimal ones of :class:`Connections` (an httpx client costs ~1.4 ms of CPU per post, which the service
@@ -249,14 +275,19 @@ async def post_rows(url: str, token: str, rows: list[dict], begun) -> tuple[floa
     connections = Connections(address.hostname, address.port, token, size=JSON_CLIENTS)
     await connections.open()
 
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+
     async def post_row(k: int) -> None:
+        if rate is not None and (wait := start + k / rate - loop.time()) > 0:
+            await asyncio.sleep(wait)
         status = await connections.request("POST", "/v1/jobs", bodies[k])
         if status not in (200, 201):
             raise RuntimeError(f"POST /v1/jobs answered {status} for row {k}")
 
     try:
         begun.set()
-        cpu = time.process_time()
+        start, cpu = loop.time(), time.process_time()
         rate = await closed_loop(post_row, len(rows), JSON_CLIENTS)
         return rate, (time.process_time() - cpu) / len(rows)
     finally:
@@ -398,18 +429,17 @@ async def measure(
 ) -> None:
     rows, queries = job_rows(posted)
     n_jobs = len(rows)
+    gc.collect()  # the generator's own: its setup (the generated history, the queries) is never scanned again,
+    gc.freeze()  # so no collection of it pauses the requests it schedules
     load = os.getloadavg()[0]
     limits = httpx.Limits(max_connections=IN_FLIGHT, max_keepalive_connections=IN_FLIGHT)
     headers = {"Authorization": f"Bearer {token}"}
-    poster = Poster(url, token, rows)
-    try:
-        poster.start()
-        cpu_before = cpu_seconds(pid)
-        during = await measure_during(url, token, queries, seconds, poster) if stored else None
-        json_rate, poster_cpu = await asyncio.to_thread(poster.rate)
-        cpu_per_post = (cpu_seconds(pid) - cpu_before) / n_jobs
-    finally:
-        poster.stop()
+    n_paced = int(POST_TARGET * (seconds + 3)) if stored else 0  # posts that outlast the GETs judged meanwhile
+    if n_jobs <= n_paced:
+        raise ValueError(f"n_jobs must exceed {n_paced} with --stored and {seconds:g} s per rate")
+    asked = queries if stored else []
+    json_rate, poster_cpu, cpu_per_post, saturated = await posting(url, token, rows[n_paced:], asked, seconds, pid)
+    paced = (await posting(url, token, rows[:n_paced], queries, seconds, pid, rate=POST_TARGET))[3] if stored else None
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30) as client:
         listed = (await client.get("/readyz")).json()
         if listed.get("jobs") != stored + n_jobs:
@@ -431,23 +461,19 @@ async def measure(
     )
     print(f"load average before the run: {load:.2f} (other processes share the CPUs with both)")
     print(f"stored before the run (bulk inserted): {stored} jobs")
+    n_back = n_jobs - n_paced
+    verdict = f"target >= {POST_TARGET} jobs/s: {'met' if json_rate >= POST_TARGET else 'NOT met'}"
     print(
-        f"POST /v1/jobs, JSON rows ({JSON_CLIENTS} clients, a process of their own): {n_jobs} jobs, "
-        f"{json_rate:8.1f} jobs/s (the posting clients' own CPU: {poster_cpu * 1e3:.2f} ms per post)"
+        f"POST /v1/jobs, JSON rows ({JSON_CLIENTS} clients back to back, a process of their own): {n_back} jobs, "
+        f"{json_rate:8.1f} jobs/s  {verdict} (the posting clients' own CPU: {poster_cpu * 1e3:.2f} ms per post)"
     )
     print(
         f"  service CPU per posted job: {cpu_per_post * 1e3:.2f} ms (its process, the GETs run meanwhile included;"
         " the refit worker apart): what the load does not change"
     )
-    if during is not None:
-        latencies, lags, failures = during
-        p50, p99, p999 = milliseconds(latencies)
-        target = POSTED_RATE[1] * 1e3
-        print(
-            f"GET /v1/recommendation @ {POSTED_RATE[0]}/s while posting: {latencies.size} requests, {failures} failed, "
-            f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, lag p99 {milliseconds(lags)[1]:.2f} ms  "
-            f"target p99 < {target:g} ms: {'met' if p99 < target else 'NOT met'}"
-        )
+    if saturated is not None and paced is not None:
+        print_during(f"while {JSON_CLIENTS} clients post back to back (the service saturated: no target)", saturated)
+        print_during(f"while {JSON_CLIENTS} clients post {paced[3]} jobs at {POST_TARGET} jobs/s", paced, judged=True)
     print(f"POST /v1/jobs, dxt.darshan uploads ({UPLOAD_CLIENTS} clients): {n_uploads} jobs, {upload_rate:8.1f} jobs/s")
     print(f"open loop, {seconds:g} s per rate, <= {IN_FLIGHT} in flight, latency from the scheduled time:")
     header = f"{'requests':>8s} {'failed':>6s} {'p50':>9s} {'p99':>9s} {'p99.9':>9s} {'lag p99':>9s}  target p99"
@@ -461,6 +487,39 @@ async def measure(
             f"{lag:6.2f} ms  {verdict}"
         )
     print("  (lag: the generator's own delay before sending, included in the latencies)")
+
+
+def print_during(when: str, during: tuple, *, judged: bool = False) -> None:
+    """One line of the answers asked while posts ran, with the verdict on their target if ``judged``."""
+    latencies, lags, failures = during[:3]
+    p50, p99, p999 = milliseconds(latencies)
+    target = POSTED_RATE[1] * 1e3
+    verdict = f"  target p99 < {target:g} ms: {'met' if p99 < target else 'NOT met'}" if judged else ""
+    print(
+        f"GET /v1/recommendation @ {POSTED_RATE[0]}/s {when}: {latencies.size} requests, {failures} failed, "
+        f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, lag p99 {milliseconds(lags)[1]:.2f} ms{verdict}"
+    )
+
+
+async def posting(
+    url: str, token: str, rows: list[dict], queries: list[dict], seconds: float, pid: int, rate: float | None = None
+) -> tuple:
+    """Post ``rows`` (back to back, or at ``rate`` jobs/s), and with ``queries`` ask answers meanwhile.
+
+    Returns the jobs/s, the posting clients' CPU per post, the service's CPU per post (its process: the
+    answers asked meanwhile included) and what :func:`measure_during` returns followed by the count of posts
+    (None without ``queries``).
+    """
+    poster = Poster(url, token, rows, rate)
+    try:
+        poster.start()
+        cpu_before = cpu_seconds(pid)
+        during = await measure_during(url, token, queries, seconds, poster) if queries else None
+        json_rate, poster_cpu = await asyncio.to_thread(poster.rate)
+        during = None if during is None else (*during, len(rows))
+        return json_rate, poster_cpu, (cpu_seconds(pid) - cpu_before) / len(rows), during
+    finally:
+        poster.stop()
 
 
 async def measure_during(url: str, token: str, queries: list[dict], seconds: float, poster: Poster) -> tuple:
@@ -486,6 +545,7 @@ def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored:
         print(f"service ready in {time.perf_counter() - started:.1f} s (evidence rebuilt, model fitted)")
         try:
             url = f"http://127.0.0.1:{port}"
+            print(f"the GETs' generator runs under {raise_priority()}; the service and the posting clients as usual")
             asyncio.run(measure(url, token, seconds, jobs[stored:], n_uploads, stored, server.pid))
             print(f"peak resident memory (VmHWM), the service and its refit worker: {peak_memory(server.pid):.0f} MB")
         finally:

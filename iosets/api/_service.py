@@ -134,17 +134,19 @@ def answer_one(view: Any, app: Any, user: Any, nprocs: Any, requested_time: Any)
 
 
 def settle_heap() -> None:
-    """Collect the garbage made since the last call, then freeze what lives (``gc.freeze``).
+    """Collect the young garbage (generations 0 and 1), then freeze what lives (``gc.freeze``).
 
     The service holds the evidence and models of every stored job; a full collection scans them all (117 ms at
     200 000 stored jobs on a loaded 2-core machine), and the interpreter starts one, in whichever thread
     allocates at the time, once objects made since the last one reach a quarter of those that survived it:
     posts and refits get there within minutes, and the answers wait meanwhile. Frozen objects are never
-    scanned, so a later collection costs what was made since, and so does this call. Memory stays bounded:
-    a frozen object is freed as usual once unreferenced, and the state a refit replaces holds no reference
-    cycle (``tests/api/test_refit_heap.py`` checks that the frozen count does not grow with refits).
+    scanned, so a later collection costs what was made since. This call is itself a pause of the answers, so
+    it collects only the young generations: a full collection here took 152 ms at 1 000 000 stored jobs
+    (220 000 objects made since the last refit), the young ones a few. Memory stays bounded: a frozen object
+    is freed as usual once unreferenced, and the state a refit replaces holds no reference cycle
+    (``tests/api/test_refit_heap.py`` checks that the frozen count does not grow with refits).
     """
-    gc.collect()
+    gc.collect(1)
     gc.freeze()
 
 
