@@ -67,10 +67,9 @@
         h->items[i] = item;                                                                    \
     }                                                                                          \
                                                                                                \
-    /* Replaces the top item (there is one) by (key, id): a pop and a push in one sift. */     \
-    static inline void name##_replace_top(name *h, key_t key, int32_t id)                      \
+    /* Puts `item` at the top's place and sifts it down (the heap has size items). */          \
+    static inline void name##_sift_down(name *h, name##_item item)                             \
     {                                                                                          \
-        name##_item item = {key, id};                                                          \
         int64_t i = 0, n = h->size;                                                            \
         for (;;) {                                                                             \
             int64_t child = 2 * i + 1;                                                         \
@@ -86,24 +85,19 @@
         h->items[i] = item;                                                                    \
     }                                                                                          \
                                                                                                \
+    /* Replaces the top item (there is one) by (key, id): a pop and a push in one sift. */     \
+    static inline void name##_replace_top(name *h, key_t key, int32_t id)                      \
+    {                                                                                          \
+        name##_item item = {key, id};                                                          \
+        name##_sift_down(h, item);                                                             \
+    }                                                                                          \
+                                                                                               \
     static inline name##_item name##_pop(name *h)                                              \
     {                                                                                          \
         name##_item top = h->items[0];                                                         \
         name##_item last = h->items[--h->size];                                                \
-        int64_t i = 0, n = h->size;                                                            \
-        for (;;) {                                                                             \
-            int64_t child = 2 * i + 1;                                                         \
-            if (child >= n)                                                                    \
-                break;                                                                         \
-            if (child + 1 < n && name##_less(&h->items[child + 1], &h->items[child]))          \
-                child++;                                                                       \
-            if (!name##_less(&h->items[child], &last))                                         \
-                break;                                                                         \
-            h->items[i] = h->items[child];                                                     \
-            i = child;                                                                         \
-        }                                                                                      \
-        if (n > 0)                                                                             \
-            h->items[i] = last;                                                                \
+        if (h->size > 0)                                                                       \
+            name##_sift_down(h, last);                                                         \
         return top;                                                                            \
     }
 

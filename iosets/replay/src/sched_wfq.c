@@ -228,6 +228,21 @@ static void skip_rounds(re_sched *s, int32_t server, double rounds)
         s->credit[base + c] += rounds * s->weight[c];
 }
 
+/* Class c's visit in a pass of the round robin (q its queue): a round's amount, then its head sent
+ * (1: the class stays in its round), or the amount kept as credit and *need set to the rounds the
+ * head lets pass before it can go, floor((size - credit) / weight) - 1 (0 returned). */
+static inline int visit(re_sched *s, int32_t server, int32_t c, int64_t q, int64_t *out, double *need)
+{
+    s->amount[q] = s->weight[c] + s->credit[q];
+    if (send_head(s, server, c, out)) {
+        s->in_round[q] = 1;
+        return 1;
+    }
+    s->credit[q] = s->amount[q];
+    *need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
+    return 0;
+}
+
 /* The round robin's passes (below) when the server has one non-empty queue, c, and the pick
  * started at class `from`: every pass visits c alone, so the rounds a wrap may skip are c's own
  * need, added to c's credit alone. The wrap after the first visit may skip when another wrap
@@ -237,13 +252,9 @@ static int64_t lone_queue(re_sched *s, int32_t server, int32_t from, int32_t c, 
 {
     int64_t q = (int64_t)server * s->n_classes + c;
     for (int may_skip = c <= from;; may_skip = 1) {
-        s->amount[q] = s->weight[c] + s->credit[q];
-        if (send_head(s, server, c, out)) {
-            s->in_round[q] = 1;
+        double need;
+        if (visit(s, server, c, q, out, &need))
             return 1;
-        }
-        s->credit[q] = s->amount[q];
-        double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
         double rounds = need < INFINITY ? need : INFINITY;
         if (may_skip && rounds >= 1)
             s->credit[q] += rounds * s->weight[c];
@@ -282,13 +293,9 @@ __attribute__((noinline)) static int64_t round_robin(re_sched *s, int32_t server
             c = next_busy(s, server, 0);
         }
         q = base + c;
-        s->amount[q] = s->weight[c] + s->credit[q];
-        if (send_head(s, server, c, out)) {
-            s->in_round[q] = 1;
+        double need;
+        if (visit(s, server, c, q, out, &need))
             return 1;
-        }
-        s->credit[q] = s->amount[q];
-        double need = floor((s->rq->size[ring_peek(&s->queue[q])] - s->credit[q]) / s->weight[c]) - 1;
         rounds = need < rounds ? need : rounds;
     }
 }
