@@ -276,7 +276,7 @@ async def post_rows(url: str, token: str, rows: list[dict], rate: float | None, 
     await connections.open()
 
     loop = asyncio.get_running_loop()
-    start = loop.time()
+    start = 0.0  # when the clients begin (below)
 
     async def post_row(k: int) -> None:
         if rate is not None and (wait := start + k / rate - loop.time()) > 0:
@@ -288,8 +288,8 @@ async def post_rows(url: str, token: str, rows: list[dict], rate: float | None, 
     try:
         begun.set()
         start, cpu = loop.time(), time.process_time()
-        rate = await closed_loop(post_row, len(rows), JSON_CLIENTS)
-        return rate, (time.process_time() - cpu) / len(rows)
+        posted = await closed_loop(post_row, len(rows), JSON_CLIENTS)
+        return posted, (time.process_time() - cpu) / len(rows)
     finally:
         await connections.close()
 
