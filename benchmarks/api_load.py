@@ -42,6 +42,7 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import selectors
 import shutil
 import signal
 import socket
@@ -131,6 +132,17 @@ def raise_priority() -> str:
     except PermissionError:
         return "the default policy (SCHED_FIFO needs root)"
     return f"SCHED_FIFO priority {GENERATOR_PRIORITY}"
+
+
+def precise_loop() -> asyncio.AbstractEventLoop:
+    """The generator's event loop, waiting with ``select(2)``, whose timeout has microsecond resolution.
+
+    The default loop's ``epoll_wait`` rounds each wait up to the next millisecond, so a GET scheduled for
+    ``t`` left at up to ``t + 1 ms``: the generator's lag p99 was 1.1 ms, in every latency printed (charged to
+    the service, from the scheduled time), 0.2-0.3 ms with ``select``. It watches at most 1024 descriptors;
+    the generator holds fewer than 100.
+    """
+    return asyncio.SelectorEventLoop(selectors.SelectSelector())
 
 
 def peak_memory(pid: int) -> float:
@@ -546,7 +558,8 @@ def main(seconds: float = 10.0, n_jobs: int = 2000, n_uploads: int = 20, stored:
         try:
             url = f"http://127.0.0.1:{port}"
             print(f"the GETs' generator runs under {raise_priority()}; the service and the posting clients as usual")
-            asyncio.run(measure(url, token, seconds, jobs[stored:], n_uploads, stored, server.pid))
+            with asyncio.Runner(loop_factory=precise_loop) as runner:
+                runner.run(measure(url, token, seconds, jobs[stored:], n_uploads, stored, server.pid))
             print(f"peak resident memory (VmHWM), the service and its refit worker: {peak_memory(server.pid):.0f} MB")
         finally:
             stop_server(server)

@@ -1,10 +1,12 @@
 """`GroupCommit`: rows that wait together share one write; each post is answered only after its write returned."""
 
+import os
+import sys
 import threading
 
 import pytest
 
-from iosets.api._groupcommit import GroupCommit
+from iosets.api._groupcommit import WRITER_NICENESS, GroupCommit
 from iosets.api._store import Store
 from iosets.errors import IosetsError
 
@@ -76,3 +78,21 @@ def test_an_answered_row_is_in_the_store_for_any_other_connection(tmp_path):
     assert results[-1][0]["app"] == "A" == other.get_job("j0")["app"]
     other.close()
     store.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a nice value per thread is Linux's")
+def test_the_writer_thread_runs_niced_below_the_thread_that_started_it():
+    """Answers' event loop preempts the writer: its nice value is its starter's + WRITER_NICENESS, the
+    starter's own unchanged (a nice value applies per thread on Linux)."""
+    seen = []
+
+    def write(rows):
+        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        return [None for _ in rows]
+
+    starter = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    writer = GroupCommit(write)
+    writer.submit({"id": 1}).result(WAIT)
+    writer.close()
+    assert seen == [min(starter + WRITER_NICENESS, 19)]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == starter
