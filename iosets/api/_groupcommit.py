@@ -29,7 +29,7 @@ WRITER_NICENESS = 10
 
 On a 2-core machine at 1 000 000 stored jobs, with 8 clients posting 150 jobs/s, a recommendation whose
 request woke the event loop while the writer held a core waited for the scheduler to preempt it (the
-writer's commit and evidence update cost 1-3 ms of CPU per batch): answers' p99 3.2-4.9 ms, 2.9-3.7 ms
+writer's commit and evidence update cost 1-3 ms of CPU per batch): answers' p99 3.1-4.7 ms, 2.9-4.2 ms
 with the writer niced. A post's commit then waits for spare CPU, which answers leave plenty of.
 """
 

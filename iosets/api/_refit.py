@@ -92,22 +92,22 @@ def load_snapshot(data: bytes, *, freeze: bool) -> Snapshot:
 
     A refit's result is the evidence and models of every stored job, hundreds of thousands of objects. Read
     with the collector on, in the executor's thread, its allocations set off young collections in that thread
-    (2-7 ms each, many) and full ones in whichever thread allocated next (15 and 43 ms in the event loop's),
-    each holding the interpreter: at 200 000 stored jobs, answers at 1000/s had a p99 of 112 ms. Paused,
-    nothing is scanned while it is read; frozen (``gc.freeze``, only in a process that is the service
+    (2-7 ms each, many) and full ones in whichever thread allocated next (15 and 43 ms in the event loop's
+    at 200 000 stored jobs), each holding the interpreter while answers waited. Paused, nothing is scanned
+    while it is read; frozen (``gc.freeze``, only in a process that is the service
     alone), no later collection scans it. The young garbage is collected first, so that no cycle made
     before is frozen with it.
     """
     if freeze:
         gc.collect(1)
-    paused = gc.isenabled()
+    enabled = gc.isenabled()
     gc.disable()
     try:
         snapshot = pickle.loads(data)
         if freeze:
             gc.freeze()
     finally:
-        if paused:
+        if enabled:
             gc.enable()
     return snapshot
 
