@@ -5,33 +5,22 @@ in one transaction and only then resolves each post's future, so a 201 still mea
 committed. Under load a commit serves many posts; alone, a post is its own batch and waits for nobody.
 A batch that fails is retried one row at a time, so that a bad row fails its own post only.
 
-The writer thread runs at a lower CPU priority than the thread that started it (the event loop that
-answers): see :data:`WRITER_NICENESS`.
+The writer thread runs only on CPU time the thread that started it (the event loop that answers) does
+not want: see :mod:`iosets.api._cpu`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
 from ..errors import IosetsError
+from ._cpu import yield_cpu
 
 MAX_BATCH = 256
 """The most rows one transaction stores."""
-
-WRITER_NICENESS = 10
-"""How much lower the writer thread's CPU priority is than its starter's (Linux: a thread's own nice value).
-
-On a 2-core machine at 1 000 000 stored jobs, with 8 clients posting 150 jobs/s, a recommendation whose
-request woke the event loop while the writer held a core waited for the scheduler to preempt it (the
-writer's commit and evidence update cost 1-3 ms of CPU per batch): answers' p99 3.1-4.7 ms, 2.9-4.2 ms
-with the writer niced. A post's commit then waits for spare CPU, which answers leave plenty of.
-"""
 
 Write = Callable[[list[dict[str, Any]]], list[Any]]
 
@@ -78,7 +67,7 @@ class GroupCommit:
             thread.join(timeout)
 
     def _run(self) -> None:
-        lower_thread_priority(WRITER_NICENESS)
+        yield_cpu()
         while True:
             with self._ready:
                 while not self._waiting and not self._closed:
@@ -100,13 +89,3 @@ class GroupCommit:
             return
         for (_, future), result in zip(batch, results, strict=True):
             future.set_result(result)
-
-
-def lower_thread_priority(by: int) -> None:
-    """Raise the calling thread's nice value by ``by`` (Linux, where a nice value is per thread); elsewhere,
-    or where refused, nothing (it would apply to the whole process)."""
-    if sys.platform != "linux":
-        return
-    thread = threading.get_native_id()
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, thread, os.getpriority(os.PRIO_PROCESS, thread) + by)

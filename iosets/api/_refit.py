@@ -6,7 +6,6 @@ in the worker, they never hold the interpreter lock the service's answers need.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import pickle
@@ -20,10 +19,8 @@ import polars as pl
 
 from ..errors import InputError
 from ..recommender import Evidence, export
+from ._cpu import yield_cpu
 from ._store import Store
-
-REFIT_NICENESS = 10
-"""How much lower the refit worker's CPU priority is than the service's (where SCHED_IDLE is missing)."""
 
 ORPHAN_CHECK = 1.0
 """Seconds between the refit worker's checks that the service that started it still runs."""
@@ -114,27 +111,12 @@ def load_snapshot(data: bytes, *, freeze: bool) -> Snapshot:
 
 def start_worker(service_pid: int) -> None:
     """The refit worker's initializer: a refit yields the CPU to the service's posts and answers
-    (:func:`lower_priority`), and the worker exits once the service that started it is gone (a service killed
+    (:func:`yield_cpu`), and the worker exits once the service that started it is gone (a service killed
     with SIGKILL leaves no one to stop it)."""
-    lower_priority()
+    yield_cpu(whole_process=True)
     started = process_start(service_pid)
     guard = threading.Thread(target=_exit_after, args=(service_pid, started), name="iosets-orphan-guard", daemon=True)
     guard.start()
-
-
-def lower_priority() -> None:
-    """Run the calling thread, and the threads it starts, only on CPU time no other task wants.
-
-    Niced by ``REFIT_NICENESS`` and, where the OS has it, under ``SCHED_IDLE``: a niced task still takes
-    its share of a busy core, and a service thread woken by a request waits for the scheduler to preempt
-    it; a ``SCHED_IDLE`` one is preempted at once (on a 2-core machine, a refit at 1 000 000 jobs held
-    a core for tens of seconds while posts and answers ran). Where ``SCHED_IDLE`` is refused, nice alone.
-    """
-    os.nice(REFIT_NICENESS)
-    idle = getattr(os, "SCHED_IDLE", None)
-    if idle is not None:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(0, idle, os.sched_param(0))
 
 
 def process_start(pid: int) -> str | None:

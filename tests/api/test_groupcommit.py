@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from iosets.api._groupcommit import WRITER_NICENESS, GroupCommit
+from iosets.api._cpu import IDLE_NICENESS
+from iosets.api._groupcommit import GroupCommit
 from iosets.api._store import Store
 from iosets.errors import IosetsError
 
@@ -80,19 +81,21 @@ def test_an_answered_row_is_in_the_store_for_any_other_connection(tmp_path):
     store.close()
 
 
-@pytest.mark.skipif(sys.platform != "linux", reason="a nice value per thread is Linux's")
-def test_the_writer_thread_runs_niced_below_the_thread_that_started_it():
-    """Answers' event loop preempts the writer: its nice value is its starter's + WRITER_NICENESS, the
-    starter's own unchanged (a nice value applies per thread on Linux)."""
+@pytest.mark.skipif(sys.platform != "linux", reason="a nice value and a policy per thread are Linux's")
+def test_the_writer_thread_runs_on_idle_cpu_time_and_its_starter_as_before():
+    """Answers' event loop preempts the writer whenever it wants the core: the writer runs under SCHED_IDLE,
+    niced by IDLE_NICENESS, and the thread that started it keeps its own policy and nice value."""
     seen = []
 
     def write(rows):
-        seen.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        thread = threading.get_native_id()
+        seen.append((os.sched_getscheduler(thread), os.getpriority(os.PRIO_PROCESS, thread)))
         return [None for _ in rows]
 
-    starter = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    starter = threading.get_native_id()
+    policy, nice = os.sched_getscheduler(starter), os.getpriority(os.PRIO_PROCESS, starter)
     writer = GroupCommit(write)
     writer.submit({"id": 1}).result(WAIT)
     writer.close()
-    assert seen == [min(starter + WRITER_NICENESS, 19)]
-    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == starter
+    assert seen == [(os.SCHED_IDLE, min(nice + IDLE_NICENESS, 19))]
+    assert (os.sched_getscheduler(starter), os.getpriority(os.PRIO_PROCESS, starter)) == (policy, nice)
