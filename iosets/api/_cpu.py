@@ -3,13 +3,13 @@ answers do not want.
 
 On a 2-core machine at 1 000 000 stored jobs, with 8 clients posting 150 jobs/s and answers asked at
 200/s, a scheduler trace (``sched_switch`` and ``sched_wakeup`` on the monotonic clock, each answer's send
-and receive on the same clock) showed where the answers' tail was: the event loop's thread, runnable
-after a wake-up, waited up to 4.8 ms while the writer (niced 10) or the refit worker ran on its core.
-The fair scheduler (EEVDF) gives a niced task its share in slices, and one that got the core keeps it to
-the next tick (4 ms at 250 Hz): 185 such waits over 0.5 ms in 5 s, 135 ms of them behind the writer and
-the worker. Under ``SCHED_IDLE`` a task is preempted whenever a normal one wants its core: 196 waits, 9 ms
-of them behind the two (the rest: the core idle while the wake-up reached it, other processes), and the
-answers' p99 went from 5.5 to 3.5 ms in that pair of runs. Posts are not slowed: a commit's CPU is spare
+and receive on the same clock) showed where the answers' tail was: the event loop's thread, runnable,
+waited up to 4.8 ms while the writer (niced 10) or the refit worker ran on its core. The fair scheduler
+(EEVDF) gives a niced task its share in slices, and one that got the core keeps it to the next tick
+(4 ms at 250 Hz): in 5 s, 135 ms of the loop's waits over 0.5 ms went to the writer and the worker.
+Under ``SCHED_IDLE`` a task is preempted whenever a normal one wants its core: 9 ms did (the rest: the
+clients' wake-ups on the loop's core, the core idle while a wake-up reached it), and the answers' p99
+went from 5.5 to 3.5 ms in that pair of runs. Posts are not slowed: a commit's CPU is spare
 CPU on a core the answers leave mostly idle.
 """
 
