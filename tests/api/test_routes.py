@@ -1,6 +1,7 @@
 """Every route in process (TestClient): its answer, and each error code of the contract."""
 
 import json
+import threading
 import time
 
 import pytest
@@ -94,7 +95,7 @@ def test_a_token_without_the_scope_is_403_and_admin_implies_read_and_write(clien
     assert client.get("/v1/jobs/j1", headers=admin).status_code == 200
 
 
-def test_a_revoked_token_is_401_once_the_cache_forgets_it(app, client, monkeypatch):
+def test_a_revoked_token_is_401_once_the_cache_renewed_it(app, client, monkeypatch):
     from iosets.api import _auth
 
     store = app.state.service.store
@@ -105,7 +106,28 @@ def test_a_revoked_token_is_401_once_the_cache_forgets_it(app, client, monkeypat
     assert client.get("/v1/policy", headers=headers).status_code == 200  # trusted for TOKEN_CACHE_SECONDS
     later = _auth.time.monotonic() + _auth.TOKEN_CACHE_SECONDS + 0.1
     monkeypatch.setattr(_auth.time, "monotonic", lambda: later)
+    assert client.get("/v1/policy", headers=headers).status_code == 200  # past its time: answers, and renews
+    client.portal.call(app.state.tokens.renewed)
     assert client.get("/v1/policy", headers=headers).status_code == 401
+
+
+def test_the_store_is_read_for_a_token_off_the_event_loop(app, client, monkeypatch):
+    """A store read on the event loop stalls every request meanwhile: first uses and renewals read in a thread."""
+    from iosets.api import _auth
+
+    store = app.state.service.store
+    _, token = create_token(store, ["read"])
+    loop_thread = client.portal.call(threading.get_ident)
+    readers = []
+    read = store.token_scopes
+    monkeypatch.setattr(store, "token_scopes", lambda digest: readers.append(threading.get_ident()) or read(digest))
+    headers = {"Authorization": f"Bearer {token}"}
+    assert client.get("/v1/policy", headers=headers).status_code == 200  # first use
+    later = _auth.time.monotonic() + _auth.TOKEN_CACHE_SECONDS + 0.1
+    monkeypatch.setattr(_auth.time, "monotonic", lambda: later)
+    assert client.get("/v1/policy", headers=headers).status_code == 200  # renewal
+    client.portal.call(app.state.tokens.renewed)
+    assert len(readers) == 2 and loop_thread not in readers
 
 
 # ------------------------------------------------------------------------------------ recommendations
