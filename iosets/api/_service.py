@@ -177,7 +177,7 @@ class Service:
         self._recording: list[dict[str, Any]] | None = []  # posts since a rebuild's snapshot began (None: none)
         self._generation = 0  # jobs absorbed into the evidence
         self._writer = GroupCommit(self._store_jobs)  # posted rows, stored by one thread in shared transactions
-        self._insert_lock = threading.Lock()  # an insert and its count, against the poll's count of the store
+        self._insert_lock = threading.Lock()  # an insert and its count of posts not absorbed (see _unabsorbed_after)
         self._unabsorbed = 0  # jobs inserted here, not absorbed yet
         self._last_refit = (-float("inf"), 0.0)  # (end, duration) of the last background refit
         self._model_due = False  # a recommender without the regressor answers: refit with it
@@ -520,11 +520,11 @@ class Service:
     def _foreign(self, counted: tuple[int, int] | None = None) -> int:
         """Stored jobs the evidence was not told of (another replica's); never counts a post under way.
 
-        ``counted``: (stored jobs, posts not absorbed yet), read together under the insert lock.
+        ``counted``: (stored jobs, posts not absorbed yet), the second read by :meth:`_unabsorbed_after` the first.
         """
         if counted is None:
-            with self._insert_lock:
-                counted = (self.store.count_jobs(), self._unabsorbed)
+            n_jobs = self.store.count_jobs()
+            counted = (n_jobs, self._unabsorbed_after())
         evidence = self._evidence  # read after: it may have absorbed more, never fewer
         return 0 if evidence is None else counted[0] - evidence.n_jobs - counted[1]
 
@@ -563,6 +563,18 @@ class Service:
             self._wake.wait(POLL_SECONDS)
             self._wake.clear()
 
+    def _unabsorbed_after(self) -> int:
+        """The posts not absorbed yet, read after a count of the store, once an insert under way has ended.
+
+        The count runs without the insert lock: it reads every stored row (tens of milliseconds at a million
+        jobs, once a second in the poll), and posts would wait for it. Every job it saw was then inserted by a
+        block that has ended when the lock is taken here, so each of this service's jobs among them is counted
+        here or is in the evidence: another replica's jobs are never over-counted, and posts stored during the
+        count only lower the tally of them until a later poll.
+        """
+        with self._insert_lock:
+            return self._unabsorbed
+
     def _tick(self) -> None:
         """Refit when something changed, rewrite the Lua file.
 
@@ -571,9 +583,8 @@ class Service:
         old as it took and at least ``MAPPING_GAP_SECONDS`` (refits use at most a quarter of a core), and
         with it every ``refit_interval``.
         """
-        with self._insert_lock:
-            n_jobs, version = self.store.state()
-            unabsorbed = self._unabsorbed
+        n_jobs, version = self.store.state()
+        unabsorbed = self._unabsorbed_after()
         state = self._state
         if state is None or version != state.policy["version"] or self._foreign((n_jobs, unabsorbed)) > 0:
             self._timed_refit(use_model=False)

@@ -5,6 +5,8 @@ state: the evidence after each post, the model after the refit. The batch side i
 fitted on the stored jobs, as ``iosets recommend`` would be.
 """
 
+import threading
+
 import numpy as np
 import polars as pl
 import pytest
@@ -13,6 +15,7 @@ from iosets.api import Settings
 from iosets.api._service import Service, fit_history, fit_recommender
 from iosets.datasets import make_job_history
 
+WAIT = 30.0  # a generous bound on each wait for the writer and the poll's thread
 NUMBERS = ("w_iter", "w_iter_confidence", "priority", "rbfq_weight")
 EXACT = ("set", "conservative", "wfq_weight", "explanation")
 
@@ -244,3 +247,31 @@ def test_a_post_is_classified_as_a_rebuild_classifies_it():
     for min_confidence in (0.0, 0.5):
         expected = classify_jobs(frame, min_confidence=min_confidence).rows()
         assert [classify_row(row, min_confidence=min_confidence) for row in rows] == expected
+
+
+def test_a_post_is_stored_while_the_poll_counts_the_store_and_never_taken_for_another_replicas(service, monkeypatch):
+    """The poll's count reads every stored row (tens of milliseconds at a million jobs, once a second): posts do
+    not wait for it, and one stored meanwhile lowers the tally of other replicas' jobs, never raises it."""
+    service.add_job({"job_id": "c1", "app": "A", "user": "u1", "start": 10.0, "w_iter": 40.0})
+    service.refresh()
+    counted, release = threading.Event(), threading.Event()
+    count = service.store.count_jobs
+
+    def count_then_hold() -> int:
+        n_jobs = count()
+        counted.set()
+        assert release.wait(WAIT)
+        return n_jobs
+
+    monkeypatch.setattr(service.store, "count_jobs", count_then_hold)
+    foreign = []
+    poll = threading.Thread(target=lambda: foreign.append(service._foreign()))
+    poll.start()
+    assert counted.wait(WAIT)
+    stored, new = service.submit_job({"job_id": "c2", "app": "A", "user": "u2", "start": 20.0}).result(WAIT)
+    release.set()
+    poll.join(WAIT)
+    assert new and stored["job_id"] == "c2"
+    assert foreign == [1 - 2 - 0]  # the count saw c1; the evidence holds c1 and c2; no post left to absorb
+    monkeypatch.undo()
+    assert service._foreign() == 0
