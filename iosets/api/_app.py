@@ -19,6 +19,7 @@ from ..analyzer import LogReaders
 from ..errors import InputError
 from ._accesslog import AccessLog
 from ._auth import TokenCache
+from ._fastpath import PATH, AnswerFastPath
 from ._jobids import JobIdWindow
 from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
@@ -101,6 +102,9 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     app.add_exception_handler(ClientDisconnect, _client_left)
     app.add_middleware(JsonBodyLimit, max_json=settings.max_json)
     app.add_middleware(TakeTurns, turns=app.state.post_turns, path="/v1/jobs")
+    app.state.answer_fast = True  # AnswerFastPath on (tests turn it off to compare with the route)
+    route = next(route for route in recommendations.router.routes if getattr(route, "path", None) == PATH)
+    app.add_middleware(AnswerFastPath, service=service, tokens=app.state.tokens, route=route)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(AccessLog)
     return app

@@ -56,6 +56,11 @@ class TokenCache:
             renewal.add_done_callback(lambda done: self._forget_renewal(digest, done))
         return hit[1]
 
+    def fresh(self, digest: str) -> tuple[int, frozenset[str]] | None:
+        """``(id, scopes)`` of a live token whose entry is within its time; None otherwise (ask :meth:`scopes`)."""
+        hit = self._seen.get(digest)
+        return None if hit is None or hit[0] <= time.monotonic() else hit[1]
+
     async def renewed(self) -> None:
         """Return once the renewals under way (on this event loop) have read the store."""
         loop = asyncio.get_running_loop()

@@ -249,6 +249,11 @@ class Service:
         assert state is not None  # refresh fitted it
         return [self._answer(state, query) for query in queries]
 
+    def answer_now(self, query: dict[str, Any]) -> dict[str, Any] | None:
+        """:meth:`recommend`'s answer of one query when no fit must come first; else None."""
+        state = self._state
+        return None if state is None or self._unfitted() else self._answer(state, query)
+
     def _unfitted(self) -> bool:
         """No model yet, or a model of no usable job while the evidence has one."""
         state, evidence = self._state, self._evidence

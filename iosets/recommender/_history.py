@@ -441,6 +441,15 @@ class WIterEstimator(Params):
         self._app_token_w = {a: w for a, _, w in token_w if a is not None}
         self._token_w = {t: w for a, t, w in token_w if a is None}
 
+    def _history_estimate(self, n_pair, m_pair, c_pair, m_app, c_app):
+        """``(confident, log10 w_iter, confidence)`` arrays of the history for query rows: the (app, user) pair's
+        EWMA if it has ``min_jobs`` jobs, else the app's; confident where it is at least ``min_confidence``."""
+        use_pair = np.asarray(n_pair) >= self.min_jobs
+        hist_m = np.asarray(np.where(use_pair, m_pair, m_app), dtype=np.float64)
+        hist_c = np.asarray(np.where(use_pair, c_pair, c_app), dtype=np.float64)
+        confident = ~np.isnan(hist_m) & (hist_c >= float(self.min_confidence))  # a NaN confidence is no history
+        return confident, hist_m, hist_c
+
     def _decide(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin):
         """``(w_iter, confidence, source)`` arrays from the history's and the model's estimates of query rows.
 
@@ -449,12 +458,9 @@ class WIterEstimator(Params):
         that is missing or less confident than ``min_confidence``, the model's; else none.
         """
         thin = np.asarray(thin, dtype=bool)
-        use_pair = np.asarray(n_pair) >= self.min_jobs
-        hist_m = np.asarray(np.where(use_pair, m_pair, m_app), dtype=np.float64)
-        hist_c = np.asarray(np.where(use_pair, c_pair, c_app), dtype=np.float64)
-        threshold = float(self.min_confidence)
-        by_history = ~thin & ~np.isnan(hist_m) & (hist_c >= threshold)  # a NaN confidence is no history
-        by_model = ~thin & ~by_history & ~np.isnan(model_m) & (model_c >= threshold)
+        confident, hist_m, hist_c = self._history_estimate(n_pair, m_pair, c_pair, m_app, c_app)
+        by_history = ~thin & confident
+        by_model = ~thin & ~by_history & ~np.isnan(model_m) & (model_c >= float(self.min_confidence))
         log_w = np.where(by_history, hist_m, np.where(by_model, model_m, np.nan))
         confidence = np.where(by_history, hist_c, np.where(by_model, model_c, 0.0))
         source = np.where(by_history, "history", np.where(by_model, "model", "none"))
@@ -532,7 +538,9 @@ class WIterEstimator(Params):
         m_app, c_app = self._apps.get(app, (np.nan, np.nan))
         thin = (app, user) in self._thin_pairs or app in self._thin_apps
         model_m, model_c = np.nan, 0.0
-        if self._trees is not None and not thin:  # thin: not asked (its answer is none whatever the model says)
+        # the model is asked when the history does not answer; not when thin (none whatever the model says)
+        confident = self._history_estimate(n_pair, m_pair, c_pair, m_app, c_app)[0]
+        if self._trees is not None and not thin and not confident:
             x = self._query_features(app, user, nprocs, requested_time)
             if not np.isnan(x).all():
                 model_m = self._trees.predict_one(x)
