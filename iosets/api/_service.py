@@ -130,7 +130,7 @@ def answer_one(view: Any, app: Any, user: Any, nprocs: Any, requested_time: Any)
     estimate = view.estimator_._estimate_query(
         query["app"], query["user"], query.get("nprocs"), query.get("requested_time")
     )
-    return view._answers([(query["app"], query["user"])], [estimate])[0]
+    return view._answer_one((query["app"], query["user"]), estimate)
 
 
 def settle_heap() -> None:

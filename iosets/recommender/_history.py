@@ -450,6 +450,23 @@ class WIterEstimator(Params):
         confident = ~np.isnan(hist_m) & (hist_c >= float(self.min_confidence))  # a NaN confidence is no history
         return confident, hist_m, hist_c
 
+    def _history_one(self, n_pair, m_pair, c_pair, m_app, c_app) -> tuple[bool, float, float]:
+        """:meth:`_history_estimate` of one query row, without arrays (a service answers one query at a time)."""
+        m, c = (m_pair, c_pair) if n_pair >= self.min_jobs else (m_app, c_app)
+        return not math.isnan(m) and c >= float(self.min_confidence), m, c
+
+    def _decide_one(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin: bool) -> dict:
+        """:meth:`_decide` of one query row, without arrays: the estimate as :meth:`estimate_one` returns it."""
+        confident, hist_m, hist_c = self._history_one(n_pair, m_pair, c_pair, m_app, c_app)
+        if not thin and confident:
+            log_w, confidence, source = hist_m, hist_c, "history"
+        elif not thin and not math.isnan(model_m) and model_c >= float(self.min_confidence):
+            log_w, confidence, source = model_m, model_c, "model"
+        else:
+            return {"w_iter": None, "w_iter_confidence": 0.0, "estimate_source": "none"}
+        w = float(np.power(10.0, log_w))  # numpy's power, as :meth:`_decide`'s: the same bits
+        return {"w_iter": w, "w_iter_confidence": float(confidence), "estimate_source": source}
+
     def _decide(self, n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin):
         """``(w_iter, confidence, source)`` arrays from the history's and the model's estimates of query rows.
 
@@ -539,18 +556,13 @@ class WIterEstimator(Params):
         thin = (app, user) in self._thin_pairs or app in self._thin_apps
         model_m, model_c = np.nan, 0.0
         # the model is asked when the history does not answer; not when thin (none whatever the model says)
-        confident = self._history_estimate(n_pair, m_pair, c_pair, m_app, c_app)[0]
+        confident = self._history_one(n_pair, m_pair, c_pair, m_app, c_app)[0]
         if self._trees is not None and not thin and not confident:
             x = self._query_features(app, user, nprocs, requested_time)
             if not np.isnan(x).all():
                 model_m = self._trees.predict_one(x)
                 model_c = self.model_confidence_[int(self._level(x[None, :])[0])]
-        w, confidence, source = self._decide(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin)
-        return {
-            "w_iter": None if np.isnan(w) else float(w),
-            "w_iter_confidence": float(confidence),
-            "estimate_source": str(source),
-        }
+        return self._decide_one(n_pair, m_pair, c_pair, m_app, c_app, model_m, model_c, thin)
 
     def _query_features(self, app: str, user: str | None, nprocs: float | None, requested: float | None) -> np.ndarray:
         """The model's feature row of one query, from the keys :meth:`_fit_one` filled."""

@@ -30,9 +30,10 @@ _Name = TypeVar("_Name", str, None)
 def _check_w_iter(w_iter) -> np.ndarray:
     """``w_iter`` as a float array, every value finite and > 0."""
     w = np.asarray(w_iter, dtype=np.float64)
-    bad = np.flatnonzero(~((w > 0) & np.isfinite(w)))
-    if bad.size:
-        raise InputError(f"w_iter must be a finite number > 0, got {float(w.flat[bad[0]])!r} at index {bad[0]}")
+    good = (w > 0) & np.isfinite(w)
+    if not good.all():
+        bad = np.flatnonzero(~good)[0]
+        raise InputError(f"w_iter must be a finite number > 0, got {float(w.flat[bad])!r} at index {bad}")
     return w
 
 
@@ -67,9 +68,12 @@ def map_sets(w_iter, *, base: float = 10.0) -> np.ndarray:
     >>> map_sets([3.16, 4, 31, 32, 316, 317]).tolist()
     [0, 1, 1, 2, 2, 3]
     """
-    base = _check_base(base)
-    w = _check_w_iter(w_iter)
-    return np.floor(np.log(w) / np.log(base) + 0.5).astype(np.int64)
+    return _set_b(_check_w_iter(w_iter), _check_base(base))
+
+
+def _set_b(w_iter: np.ndarray, base: float) -> np.ndarray:
+    """:func:`map_sets` of checked values."""
+    return np.floor(np.log(w_iter) / np.log(base) + 0.5).astype(np.int64)
 
 
 def set_priorities(sets, *, base: float = 10.0) -> np.ndarray:
@@ -159,11 +163,19 @@ class SetMapping:
         sets[thin] = np.maximum(sets[thin], self.conservative_set)  # a larger set has a lower priority
         return sets, thin
 
+    def classify_one(self, w_iter: float | None, confidence: float) -> tuple[int, bool]:
+        """:meth:`classify` of one job, with few arrays (a service answers one job at a time): ``(set,
+        conservative)``; ``w_iter`` None or NaN where unknown."""
+        known = w_iter is not None and w_iter > 0
+        thin = not (known and confidence >= self.min_confidence)
+        set_ = int(self._map(np.array([w_iter], dtype=np.float64))[0]) if known else self.conservative_set
+        return (max(set_, self.conservative_set) if thin else set_), thin
+
     def _map(self, w_iter: np.ndarray) -> np.ndarray:
-        """The set of each (known) w_iter under the mapping."""
+        """The set of each (known) w_iter under the mapping (its base was checked when it was made)."""
         if self.base is None:
             return self.labels[np.searchsorted(self.cuts, np.log10(w_iter))]
-        return map_sets(w_iter, base=self.base)
+        return _set_b(_check_w_iter(w_iter), self.base)
 
     def assign(self, w_iter: npt.ArrayLike, confidence: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(sets, priorities, conservative)`` of jobs; ``w_iter`` NaN where unknown."""

@@ -233,8 +233,7 @@ class Recommender(Params):
             found = self.apps_.get(app)
         if found is not None:
             return found
-        estimate = self.estimator_._estimate_query(app, user, nprocs, requested_time)
-        return self._answers([(app, user)], [estimate])[0]
+        return self._answer_one((app, user), self.estimator_._estimate_query(app, user, nprocs, requested_time))
 
     def _enforcement(self) -> dict:
         names = ("bandwidth", "max_request", "safety", "limit")
@@ -265,7 +264,16 @@ class Recommender(Params):
         w = np.array([np.nan if e["w_iter"] is None else e["w_iter"] for e in estimates], dtype=np.float64)
         confidence = np.array([e["w_iter_confidence"] for e in estimates], dtype=np.float64)
         sets, conservative = self.mapping_.classify(w, confidence)
-        unknown = set(sets.tolist()) - self._terms.keys()  # a set only the model's estimate reaches
+        return self._answer_rows(keys, estimates, sets.tolist(), conservative.tolist())
+
+    def _answer_one(self, key: tuple[str, str | None], estimate: dict) -> dict:
+        """:meth:`_answers` of one job, with few arrays (a service answers one job at a time)."""
+        set_, conservative = self.mapping_.classify_one(estimate["w_iter"], estimate["w_iter_confidence"])
+        return self._answer_rows([key], [estimate], [set_], [conservative])[0]
+
+    def _answer_rows(self, keys: list, estimates: list[dict], sets: list[int], conservative: list[bool]) -> list[dict]:
+        """The answers of jobs whose sets and thin evidence are known."""
+        unknown = set(sets) - self._terms.keys()  # a set only the model's estimate reaches
         terms = {**self._terms, **self._terms_of(sorted(unknown))} if unknown else self._terms
         no_reservation = None if self.bandwidth is None else 0.0
         limit = None if self.bandwidth is None or self.limit is None else float(self.limit) * self.bandwidth
@@ -283,7 +291,7 @@ class Recommender(Params):
                 "rbfq_limit": limit,
                 "explanation": self._explanation(app, user, e, s, c),
             }
-            for (app, user), e, s, c in zip(keys, estimates, sets.tolist(), conservative.tolist(), strict=True)
+            for (app, user), e, s, c in zip(keys, estimates, sets, conservative, strict=True)
         ]
 
     def _explanation(self, app: str, user: str | None, estimate: dict, set_: int, conservative: bool) -> str:

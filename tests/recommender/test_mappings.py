@@ -6,6 +6,7 @@ import pytest
 from iosets.errors import InputError
 from iosets.recommender import map_sets, set_priorities
 from iosets.recommender._clusters import decision_cuts
+from iosets.recommender._mappings import fit_mapping
 
 
 def test_set10_boundaries_of_the_paper():
@@ -53,3 +54,17 @@ def test_gmm_boundaries_are_where_the_most_probable_component_changes():
     x = np.linspace(-3, 4, 7001)
     best = np.argmax(log_weights - np.log(sds) - 0.5 * ((x[:, None] - means) / sds) ** 2, axis=1)
     assert np.array_equal(labels[np.searchsorted(cuts, x)], best)
+
+
+@pytest.mark.parametrize("mapping", ["set-10", "set-2", "gmm"])
+def test_one_jobs_class_is_the_arrays_to_the_set(mapping):
+    # a service classifies one job at a time (classify_one); the batch path, arrays (classify)
+    rng = np.random.default_rng(5)
+    w_fit = 10 ** rng.uniform(-1, 4, 200)
+    fitted = fit_mapping(w_fit, rng.uniform(0, 1, 200), mapping=mapping, min_confidence=0.5)
+    w = [*10 ** rng.uniform(-3, 6, 300), np.sqrt(10) * (1 + 1e-15), 10**1.5, np.nan, 0.0, -2.0, 1e-300, 1e300]
+    confidence = [*rng.uniform(0, 1, len(w) - 3), np.nan, 0.5, 1.0]
+    sets, conservative = fitted.classify(w, confidence)
+    one = [fitted.classify_one(None if np.isnan(x) else x, c) for x, c in zip(w, confidence, strict=True)]
+    assert one == list(zip(sets.tolist(), conservative.tolist(), strict=True))
+    assert {c for _, c in one} == {True, False}
