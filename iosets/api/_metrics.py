@@ -50,7 +50,13 @@ class MetricsMiddleware(RequestObserver):
     def __init__(self, app: Any, metrics: Metrics):
         super().__init__(app)
         self.metrics = metrics
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}  # labels() costs a lookup under a lock
 
     def observe(self, scope: dict, route: str, status: int, seconds: float) -> None:
-        self.metrics.requests.labels(route, scope["method"], str(status)).inc()
-        self.metrics.latency.labels(route).observe(seconds)
+        key = (route, scope["method"], status)  # routes are templates, methods those HTTP parsers know: few
+        series = self._series.get(key)
+        if series is None:
+            requests = self.metrics.requests.labels(route, key[1], str(status))
+            series = self._series[key] = (requests, self.metrics.latency.labels(route))
+        series[0].inc()
+        series[1].observe(seconds)
