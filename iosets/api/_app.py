@@ -9,35 +9,33 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import APIRoute
 from starlette.requests import ClientDisconnect
 
 from .._version import __version__
 from ..analyzer import LogReaders
-from ..errors import InputError
 from ._accesslog import AccessLog
 from ._auth import TokenCache
-from ._fastpath import PATH, AnswerFastPath
+from ._errors import DETAIL_ERRORS, detail_answer
+from ._fastpath import ANSWER_PATH, JOBS_PATH, AnswerFastPath, PostFastPath
 from ._jobids import JobIdWindow
 from ._metrics import MetricsMiddleware
 from ._routes import health, jobs, policy, recommendations, report
-from ._service import Conflict, Service
+from ._service import Service
 from ._settings import Settings
 from ._turns import TakeTurns, Turns
-from ._uploads import JsonBodyLimit, TooLarge, remove_orphans
+from ._uploads import JsonBodyLimit, remove_orphans
 
 SETTINGS_ENV = "IOSETS_SERVE_SETTINGS"
 """The settings (JSON) ``iosets serve`` hands to each uvicorn worker's :func:`app_from_environment`."""
 log = logging.getLogger("iosets.api")
 
 
-def _detail(status: int):
-    async def answer(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status)
-
-    return answer
+async def _detail(request: Request, exc: Exception) -> JSONResponse:
+    return detail_answer(exc)
 
 
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
@@ -95,19 +93,32 @@ def create_app(settings: Settings | None = None, *, settle_heap: bool = False) -
     app.state.tokens = TokenCache(service.store)
     for resource in (health, recommendations, jobs, report, policy):
         app.include_router(resource.router)
-    app.add_exception_handler(InputError, _detail(422))
-    app.add_exception_handler(Conflict, _detail(409))
-    app.add_exception_handler(TooLarge, _detail(413))
+    for error in DETAIL_ERRORS:
+        app.add_exception_handler(error, _detail)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ClientDisconnect, _client_left)
+    app.state.fast_paths = True  # AnswerFastPath and PostFastPath on (tests turn them off to compare with the routes)
+    post_route = _route(jobs.router, JOBS_PATH, "POST")
+    app.add_middleware(
+        PostFastPath,
+        service=service,
+        tokens=app.state.tokens,
+        turns=app.state.post_turns,
+        job_ids=app.state.job_ids,
+        route=post_route,
+    )
     app.add_middleware(JsonBodyLimit, max_json=settings.max_json)
-    app.add_middleware(TakeTurns, turns=app.state.post_turns, path="/v1/jobs")
-    app.state.answer_fast = True  # AnswerFastPath on (tests turn it off to compare with the route)
-    route = next(route for route in recommendations.router.routes if getattr(route, "path", None) == PATH)
-    app.add_middleware(AnswerFastPath, service=service, tokens=app.state.tokens, route=route)
+    app.add_middleware(TakeTurns, turns=app.state.post_turns, path=JOBS_PATH)
+    answer_route = _route(recommendations.router, ANSWER_PATH, "GET")
+    app.add_middleware(AnswerFastPath, service=service, tokens=app.state.tokens, route=answer_route)
     app.add_middleware(MetricsMiddleware, metrics=service.metrics)
     app.add_middleware(AccessLog)
     return app
+
+
+def _route(router: APIRouter, path: str, method: str) -> APIRoute:
+    """The route of ``router`` that answers ``method path``."""
+    return next(r for r in router.routes if isinstance(r, APIRoute) and r.path == path and method in (r.methods or ()))
 
 
 def app_from_environment() -> FastAPI:

@@ -104,16 +104,22 @@ class JsonBodyLimit:
             answer = JSONResponse({"detail": f"body: not JSON: invalid UTF-8 at byte {exc.start}"}, status_code=422)
             await answer(scope, receive, send)
             return
-        sent = False
+        whole = {"type": "http.request", "body": bytes(body), "more_body": False}
+        await self.app(scope, replaying(whole, receive), send)
 
-        async def replay() -> dict:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
 
-        await self.app(scope, replay, send)
+def replaying(first: dict, receive: Any) -> Any:
+    """An ASGI ``receive`` that gives ``first`` (a message read already), then what ``receive`` gives."""
+    given = False
+
+    async def replay() -> dict:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return first
+
+    return replay
 
 
 def remove_orphans(folder: Path) -> list[Path]:
