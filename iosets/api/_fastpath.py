@@ -11,20 +11,20 @@ answers it, or its error, as documented.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi.security.utils import get_authorization_scheme_param
 from pydantic import TypeAdapter, ValidationError
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from ._accesslog import TOKEN_ID
 from ._auth import TokenCache, token_hash
 from ._errors import DETAIL_ERRORS, detail_answer
 from ._jobids import JobIdWindow
 from ._models import INT64_MAX, JobIn, Recommendation
+from ._routes.jobs import stored_answer
 from ._service import Service
 from ._turns import Turns
 from ._uploads import replaying
@@ -170,13 +170,9 @@ class PostFastPath:
             await self.app(scope, replaying(message, receive), send)  # is refused too, and answers 429
             return
         try:
-            self.job_ids.check(row.job_id)
-            stored, created = await asyncio.wrap_future(self.service.submit_job(row.model_dump()))
+            answer = await stored_answer(self.service, self.job_ids, self.turns, row)
         except tuple(DETAIL_ERRORS) as exc:
             answer = detail_answer(exc)
-        else:
-            answer = JSONResponse(stored, status_code=201 if created else 200)  # a stored row holds JSON's types
-        await self.turns.wait()
         _served(scope, self.route, token_id)
         await answer(scope, receive, send)
 

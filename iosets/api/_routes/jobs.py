@@ -12,8 +12,11 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from .._deps import AUTH_ERRORS, NO_NUL, Reader, ServiceDep, WriterToken, errors
+from .._jobids import JobIdWindow
 from .._models import AppSummary, Job, JobIn, JobPage, LoggedJob, UploadFields
 from .._rowcheck import check_values
+from .._service import Service
+from .._turns import Turns
 from .._uploads import UPLOAD_FIELD, read_body, read_upload
 
 router = APIRouter(prefix="/v1", tags=["jobs"], responses=errors(*AUTH_ERRORS))
@@ -68,7 +71,13 @@ async def post_job(service: ServiceDep, request: Request, _token: WriterToken) -
         body = await read_body(request, settings.max_json, "max_json")
         await turns.wait()  # the row's checks, then (below) its answer: one post at a time between answers
         row = _validated(JobIn, body, where="body")
-    request.app.state.job_ids.check(row.job_id)
+    return await stored_answer(service, request.app.state.job_ids, turns, row)
+
+
+async def stored_answer(service: Service, job_ids: JobIdWindow, turns: Turns, row: Any) -> JSONResponse:
+    """Store a checked row whose job id the window accepts; its answer (201, or 200 and the row stored already)
+    on a later turn. InputError for a job id or a row the store refuses."""
+    job_ids.check(row.job_id)
     stored, created = await asyncio.wrap_future(service.submit_job(row.model_dump()))  # answered once committed
     await turns.wait()
     return JSONResponse(stored, status_code=201 if created else 200)  # a stored row holds JSON's types
