@@ -31,6 +31,7 @@ from ._uploads import replaying
 
 ANSWER_PATH = "/v1/recommendation"
 JOBS_PATH = "/v1/jobs"
+_DETAIL_ERRORS = tuple(DETAIL_ERRORS)  # what a post's store-and-answer raises that the app answers with a detail
 _RECOMMENDATION = TypeAdapter(Recommendation)
 _COUNT = re.compile(r"[1-9][0-9]{0,18}")  # what the route reads as the same int; others go to it
 _SECONDS = re.compile(r"[0-9]{1,13}(\.[0-9]{1,17})?")  # what the route reads as the same float
@@ -171,7 +172,7 @@ class PostFastPath:
             return
         try:
             answer = await stored_answer(self.service, self.job_ids, self.turns, row)
-        except tuple(DETAIL_ERRORS) as exc:
+        except _DETAIL_ERRORS as exc:
             answer = detail_answer(exc)
         _served(scope, self.route, token_id)
         await answer(scope, receive, send)
