@@ -29,7 +29,9 @@ with N (no refit in their path), nor the answers. The service's peak resident me
 process) is printed at the end.
 
 Targets: p99 < 5 ms at 200 req/s and < 10 ms at 1000 req/s; with ``--stored 1000000``: POST >= 150 jobs/s
-and p99 < 5 ms at 200 req/s while posts run.
+and p99 < 5 ms at 200 req/s while posts run. The same paced posts and answers are then sent to
+``fixed_answer_server.py``, which answers every request with fixed bytes: its p99 is the machine's floor
+under that load, beside the service's (how much of a miss is the service's).
 
 Usage: .venv/bin/python benchmarks/api_load.py [seconds per rate] [n_jobs] [n_uploads] [--stored N]
 """
@@ -42,6 +44,7 @@ import importlib.util
 import json
 import multiprocessing
 import os
+import select
 import selectors
 import shutil
 import signal
@@ -188,6 +191,17 @@ def start_server(data_dir: Path, port: int, log: Path, ready_within: float = 60.
         time.sleep(0.1)
     process.kill()
     raise RuntimeError(f"iosets serve not ready after {ready_within:g} s:\n{log.read_text()[-2000:]}")
+
+
+def start_fixed_server(port: int, within: float = 30.0) -> subprocess.Popen:
+    """``fixed_answer_server.py`` on ``port`` (the machine's floor); returns once it listens (<= within s)."""
+    script = Path(__file__).with_name("fixed_answer_server.py")
+    process = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE)
+    assert process.stdout is not None
+    if not select.select([process.stdout], [], [], within)[0] or process.stdout.readline() != b"ready\n":
+        process.kill()
+        raise RuntimeError(f"{script.name} did not start within {within:g} s")
+    return process
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -474,7 +488,10 @@ async def measure(
         raise ValueError(f"n_jobs must exceed {n_paced} with --stored and {seconds:g} s per rate")
     asked = queries if stored else []
     json_rate, poster_cpu, cpu_per_post, saturated = await posting(url, token, rows[n_paced:], asked, seconds, pid)
-    paced = (await posting(url, token, rows[:n_paced], queries, seconds, pid, rate=POST_TARGET))[3] if stored else None
+    paced = floor = None
+    if stored:
+        paced = (await posting(url, token, rows[:n_paced], queries, seconds, pid, rate=POST_TARGET))[3]
+        floor = await machine_floor(rows[:n_paced], queries, seconds)
     async with httpx.AsyncClient(base_url=url, headers=headers, limits=limits, timeout=30) as client:
         listed = (await client.get("/readyz")).json()
         if listed.get("jobs") != stored + n_jobs:
@@ -509,6 +526,9 @@ async def measure(
     if saturated is not None and paced is not None:
         print_during(f"while {JSON_CLIENTS} clients post back to back (the service saturated: no target)", saturated)
         print_during(f"while {JSON_CLIENTS} clients post {paced[3]} jobs at {POST_TARGET} jobs/s", paced, judged=True)
+    if floor is not None:
+        asked = "  the same GETs to a server answering fixed bytes"
+        print_during("while the same posts ran, just after (the machine's floor: no target)", floor, asked=asked)
     print(f"POST /v1/jobs, dxt.darshan uploads ({UPLOAD_CLIENTS} clients): {n_uploads} jobs, {upload_rate:8.1f} jobs/s")
     print(f"open loop, {seconds:g} s per rate, <= {IN_FLIGHT} in flight, latency from the scheduled time:")
     header = f"{'requests':>8s} {'failed':>6s} {'p50':>9s} {'p99':>9s} {'p99.9':>9s} {'lag p99':>9s}  target p99"
@@ -524,14 +544,14 @@ async def measure(
     print("  (lag: the generator's own delay before sending, included in the latencies)")
 
 
-def print_during(when: str, during: tuple, *, judged: bool = False) -> None:
+def print_during(when: str, during: tuple, *, judged: bool = False, asked: str = "GET /v1/recommendation") -> None:
     """One line of the answers asked while posts ran, with the verdict on their target if ``judged``."""
     latencies, lags, failures = during[:3]
     p50, p99, p999 = milliseconds(latencies)
     target = POSTED_RATE[1] * 1e3
     verdict = f"  target p99 < {target:g} ms: {'met' if p99 < target else 'NOT met'}" if judged else ""
     print(
-        f"GET /v1/recommendation @ {POSTED_RATE[0]}/s {when}: {latencies.size} requests, {failures} failed, "
+        f"{asked} @ {POSTED_RATE[0]}/s {when}: {latencies.size} requests, {failures} failed, "
         f"p50 {p50:.2f} ms, p99 {p99:.2f} ms, p99.9 {p999:.2f} ms, lag p99 {milliseconds(lags)[1]:.2f} ms{verdict}"
     )
 
@@ -555,6 +575,18 @@ async def posting(
         return json_rate, poster_cpu, (cpu_seconds(pid) - cpu_before) / len(rows), during
     finally:
         poster.stop()
+
+
+async def machine_floor(rows: list[dict], queries: list[dict], seconds: float) -> tuple:
+    """The paced posts and the answers asked meanwhile, sent to ``fixed_answer_server.py``: what
+    :func:`measure_during` returns there (the machine's share of the latencies, the service's left out)."""
+    port = free_port()
+    server = await asyncio.to_thread(start_fixed_server, port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        return (await posting(url, "none", rows, queries, seconds, server.pid, rate=POST_TARGET))[3]
+    finally:
+        stop_server(server)
 
 
 async def measure_during(url: str, token: str, queries: list[dict], seconds: float, poster: Poster) -> tuple:

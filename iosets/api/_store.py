@@ -215,6 +215,10 @@ class Store:
         self.engine = open_engine(url)
         self.is_sqlite = self.engine.dialect.name == "sqlite"
         self._write_lock = threading.Lock() if self.is_sqlite else None  # SQLite: one writer at a time
+        dialect = sqlite if self.is_sqlite else postgresql
+        self._insert_new = (  # built once: a batch of posts pays its execution only
+            dialect.insert(jobs).on_conflict_do_nothing(index_elements=["job_id"]).returning(*jobs.c)
+        )
         self.migrate()
 
     def close(self) -> None:
@@ -281,13 +285,13 @@ class Store:
         """
         received = time.time() if received_at is None else received_at
         values = [{**{name: row.get(name) for name in JOBS.names}, "received_at": received} for row in rows]
-        dialect = postgresql if not self.is_sqlite else sqlite
-        statement = dialect.insert(jobs).on_conflict_do_nothing(index_elements=["job_id"]).returning(jobs.c.job_id)
-        ids = list(dict.fromkeys(value["job_id"] for value in values))
         with self._writing() as conn:
-            inserted = set(conn.execute(statement, values).scalars())
-            found = conn.execute(sa.select(jobs).where(jobs.c.job_id.in_(ids))).mappings()
-            stored = {row["job_id"]: dict(row) for row in found}
+            stored = {row["job_id"]: dict(row) for row in conn.execute(self._insert_new, values).mappings()}
+            inserted = set(stored)
+            earlier = [job_id for job_id in dict.fromkeys(value["job_id"] for value in values) if job_id not in stored]
+            if earlier:
+                found = conn.execute(sa.select(jobs).where(jobs.c.job_id.in_(earlier))).mappings()
+                stored.update((row["job_id"], dict(row)) for row in found)
         answers = []
         for value in values:
             job_id = value["job_id"]

@@ -189,3 +189,27 @@ def test_a_store_made_before_the_nodes_column_gains_it_and_keeps_its_jobs(empty_
     store.insert_job({"job_id": "new", "user": "u", "app": "A", "nodes": 4}, received_at=2.0)
     assert store.history(app="A").sort("job_id").select("job_id", "nodes").rows() == [("new", 4), ("old", None)]
     store.close()
+
+
+def test_a_batch_answers_each_row_with_the_row_stored_and_whether_it_is_new(empty_store_url):
+    """New rows come back as stored (as a later read gives them), a job id stored before with its first row,
+    a job id twice in the batch new at its first row only; on both stores."""
+    store = Store(empty_store_url)
+    store.insert_job({"job_id": "old", "user": "u", "app": "A", "w_iter": 12.5}, received_at=1.0)
+    rows = [
+        {"job_id": "n1", "user": "u", "app": "A", "nprocs": 4, "w_iter": 3.25, "start": 100.0},
+        {"job_id": "old", "user": "v", "app": "B"},
+        {"job_id": "n2", "user": "w", "app": "C", "nodes": 2},
+        {"job_id": "n1", "user": "x", "app": "D"},
+    ]
+    answers = store.insert_jobs(rows, received_at=5.0)
+    assert [(stored["job_id"], stored["app"], new) for stored, new in answers] == [
+        ("n1", "A", True),
+        ("old", "A", False),
+        ("n2", "C", True),
+        ("n1", "A", False),
+    ]
+    assert [stored for stored, _ in answers] == [store.get_job(row["job_id"]) for row in rows]
+    assert (answers[0][0]["nprocs"], answers[0][0]["received_at"], answers[1][0]["received_at"]) == (4, 5.0, 1.0)
+    assert store.count_jobs() == 3
+    store.close()
