@@ -8,19 +8,17 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
-def load_api_load():
-    spec = importlib.util.spec_from_file_location("api_load", BENCHMARKS / "api_load.py")
+def load_benchmark(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("api_load", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
 
 
 def read_answers(sock: socket.socket, count: int) -> bytes:
     """Read until ``count`` whole fixed answers arrived (the server sends nothing else)."""
-    answer_size = len(b'{"status":"ok"}') + len(
-        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 15\r\n\r\n"
-    )
+    answer_size = len(load_benchmark("fixed_answer_server").ANSWER)
     received = b""
     while len(received) < count * answer_size:
         chunk = sock.recv(65536)
@@ -31,7 +29,7 @@ def read_answers(sock: socket.socket, count: int) -> bytes:
 
 
 def test_a_post_with_its_body_and_a_get_pipelined_get_two_answers():
-    api_load = load_api_load()
+    api_load = load_benchmark("api_load")
     port = api_load.free_port()
     server = api_load.start_fixed_server(port)
     try:
